@@ -1,0 +1,5 @@
+"""``python -m commcost`` runs the command-line interface."""
+
+from commcost.cli.main import entry
+
+entry()

@@ -1,0 +1,1 @@
+"""The ``commcost`` command line: parsing, dispatch, exit codes."""

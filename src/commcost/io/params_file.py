@@ -1,0 +1,87 @@
+"""Model parameter files (TOML): one section per model, plus provenance.
+
+::
+
+    [meta]                      # where the numbers come from (free-form strings and numbers)
+    machine = "fermi"
+    [hockney.shm]               # sections are read by each model's PARAMS.from_dict
+    alpha_s = 1e-6
+    beta_s_per_byte = 1e-10
+    [taulop.shm]                # a tau-Lop table inline ...
+    m = [0, 1024]
+    o_s = [3e-7, 3.1e-7]
+    L_s = [[2e-7, 3e-7], [4e-7, 6e-7]]
+    [taulop.ib]                 # ... or the authors' C++ table format, relative to this file
+    file = "ib.tsv"
+
+A file need not have every model; asking for a model it lacks is an error
+that names the file and the missing section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commcost.errors import InputError
+from commcost.io.taulop_table import read_taulop_table
+from commcost.io.toml_file import read_toml
+from commcost.models import MODELS
+from commcost.models.taulop.params import TauLopParams
+
+
+@dataclass
+class ParamSet:
+    """The parameters of a file, by model name, and its provenance."""
+
+    source: str
+    sections: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def for_model(self, name: str) -> Any:
+        """The parameters of model ``name``, parsed and checked."""
+        if name not in self.sections:
+            raise InputError(
+                f"no [{name}] section; this file has parameters for {sorted(self.sections) or 'no model'}",
+                source=self.source,
+            )
+        return self.sections[name]
+
+
+def load_params(path: str | Path) -> ParamSet:
+    """Read a parameter file; every section is checked on load, errors name the file and field."""
+    source = str(path)
+    data = read_toml(path)
+    meta = data.pop("meta", {})
+    sections: dict[str, Any] = {}
+    for name, body in data.items():
+        if name not in MODELS:
+            raise InputError(f"unknown section [{name}]; expected meta or one of {sorted(MODELS)}",
+                             source=source, where=name)
+        if not isinstance(body, dict):
+            raise InputError("expected a table of parameters", source=source, where=name)
+        try:
+            if name == "taulop":
+                sections[name] = _taulop_section(body, Path(path).parent, source)
+            else:
+                sections[name] = MODELS[name].PARAMS.from_dict(body)
+        except InputError as exc:
+            if exc.source:
+                raise
+            where = f"{name}.{exc.where}" if exc.where else name
+            raise InputError(exc.message, source=source, where=where) from None
+    return ParamSet(source, sections, meta)
+
+
+def _taulop_section(body: dict[str, Any], base: Path, source: str) -> TauLopParams:
+    inline: dict[str, Any] = {}
+    tables = {}
+    for name, table in body.items():
+        if isinstance(table, dict) and set(table) == {"file"}:
+            tables[name] = read_taulop_table(base / str(table["file"]))
+        else:
+            inline[name] = table
+    params = TauLopParams.from_dict(inline)
+    params.tables.update(tables)
+    return params

@@ -1,0 +1,91 @@
+"""The tau-Lop channel tables of the authors' C++ library, read and written.
+
+Format (tab- or space-separated text, times in seconds)::
+
+    #m 4
+    #tau 3
+    # m   o(m)   L(m,1)   L(m,2)   L(m,3)
+    0     1e-6   2e-7     3e-7     4e-7
+    ...
+
+The first line gives the number of rows, the second the largest
+concurrency; further lines starting with ``#`` are comments; then one row
+per size m: ``m o(m) L(m,1) ... L(m,tau)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from commcost.errors import InputError
+from commcost.models.taulop.params import TauLopChannel
+
+
+def _header(line: str, key: str, source: str, lineno: int) -> int:
+    parts = line.split()
+    if len(parts) != 2 or parts[0] != f"#{key}" or not parts[1].isdigit() or int(parts[1]) < 1:
+        raise InputError(f"expected '#{key} <count>' with a count >= 1, got {line.strip()!r}",
+                         source=source, where=f"line {lineno}")
+    return int(parts[1])
+
+
+def read_taulop_table(path: str | Path) -> TauLopChannel:
+    """Load one channel's table; errors name the file, the line and what was expected."""
+    source = str(path)
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read the tau-Lop table ({exc.strerror})", source=source) from None
+    if len(lines) < 2:
+        raise InputError("expected '#m <count>' and '#tau <max>' on the first two lines", source=source)
+    nrows = _header(lines[0], "m", source, 1)
+    tau_max = _header(lines[1], "tau", source, 2)
+    rows, linenos = [], []
+    for lineno, line in enumerate(lines[2:], start=3):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        fields = text.split()
+        if len(fields) != 2 + tau_max:
+            raise InputError(
+                f"expected {2 + tau_max} columns (m, o(m), L(m,1)..L(m,{tau_max})), got {len(fields)}",
+                source=source, where=f"line {lineno}",
+            )
+        try:
+            rows.append([float(f) for f in fields])
+        except ValueError:
+            bad = next(f for f in fields if not _is_number(f))
+            column = fields.index(bad) + 1
+            raise InputError(f"column {column}: expected a number, got {bad!r}",
+                             source=source, where=f"line {lineno}") from None
+        linenos.append(lineno)
+    if len(rows) != nrows:
+        raise InputError(f"the header announces {nrows} rows ('#m {nrows}') but the file has {len(rows)}",
+                         source=source, where="line 1")
+    table = np.array(rows)
+    channel = TauLopChannel(table[:, 0], table[:, 1], table[:, 2:])
+    problems = channel.violations()
+    if problems:
+        row, what = problems[0]
+        raise InputError(what, source=source, where=f"line {linenos[min(row, len(linenos) - 1)]}")
+    return channel
+
+
+def write_taulop_table(channel: TauLopChannel, path: str | Path) -> None:
+    """Write a channel's table in the same format (full precision)."""
+    lines = [f"#m {len(channel.m)}", f"#tau {channel.tau_max}",
+             "# m\to(m)\t" + "\t".join(f"L(m,{k})" for k in range(1, channel.tau_max + 1))]
+    for m, o, L in zip(channel.m, channel.o_s, channel.L_s):
+        size = str(int(m)) if float(m).is_integer() else repr(float(m))
+        lines.append("\t".join([size, repr(float(o)), *(repr(float(x)) for x in L)]))
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

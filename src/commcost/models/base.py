@@ -1,0 +1,149 @@
+"""What every model shares: a schedule placed on a platform, the Cost it returns, the registry."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping as TMapping
+
+import numpy as np
+
+from commcost.errors import InputError
+from commcost.platform import Mapping, Platform
+from commcost.schedule import Schedule
+
+
+@dataclass(frozen=True, eq=False)
+class PlacedSchedule:
+    """A schedule with its ranks placed: the channel (and contention domain) of every transmission."""
+
+    schedule: Schedule
+    platform: Platform
+    mapping: Mapping
+    channel: np.ndarray  # index into platform.channels, per transmission
+    domain: np.ndarray  # equal numbers share a channel's capacity, per transmission
+
+    @classmethod
+    def of(cls, schedule: Schedule, platform: Platform, mapping: Mapping) -> "PlacedSchedule":
+        """Place ``schedule`` with ``mapping`` on ``platform``."""
+        if mapping.nprocs < schedule.nprocs:
+            raise InputError(
+                f"the schedule has {schedule.nprocs} ranks but the mapping places {mapping.nprocs}; "
+                "expected a mapping of at least as many ranks",
+                where="mapping",
+            )
+        channel = platform.channel_indices(mapping, schedule.src, schedule.dst)
+        domain = platform.contention_domains(mapping, schedule.src, channel)
+        return cls(schedule, platform, mapping, channel, domain)
+
+    def channel_names(self) -> list[str]:
+        """Names of the platform's channels, by index."""
+        return [c.name for c in self.platform.channels]
+
+
+@dataclass
+class Cost:
+    """What a model says a schedule costs: in total, per phase, per rank and per channel.
+
+    ``rank_time_s[r]`` sums, over phases, the time at which rank r's last
+    send of the phase ends. ``channel_time_s[c]`` sums, over phases, the time
+    at which the last transmission on channel c ends. ``explain`` carries
+    model-specific detail (tau-Lop: the formula in the paper's notation).
+    """
+
+    model: str
+    time_s: float
+    phase_names: tuple[str, ...]
+    phase_time_s: np.ndarray
+    rank_time_s: np.ndarray
+    channel_time_s: dict[str, float]
+    channel_nbytes: dict[str, float]
+    channel_count: dict[str, int]
+    explain: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_end_times(cls, model: str, placed: PlacedSchedule, end_s: np.ndarray) -> "Cost":
+        """Summarize per-transmission end times (seconds after their phase starts)."""
+        sched = placed.schedule
+        nphases = sched.nphases
+        phase_time = np.zeros(nphases)
+        if len(end_s):
+            np.maximum.at(phase_time, sched.phase, end_s)
+        per_rank = np.zeros((nphases, sched.nprocs))
+        if len(end_s):
+            np.maximum.at(per_rank, (sched.phase, sched.src), end_s)
+        names = placed.channel_names()
+        nchan = len(names)
+        per_channel = np.zeros((nphases, nchan))
+        if len(end_s):
+            np.maximum.at(per_channel, (sched.phase, placed.channel), end_s)
+        nbytes = np.bincount(placed.channel, weights=sched.nbytes, minlength=nchan)
+        count = np.bincount(placed.channel, minlength=nchan)
+        return cls(
+            model=model,
+            time_s=float(phase_time.sum()),
+            phase_names=sched.phase_names,
+            phase_time_s=phase_time,
+            rank_time_s=per_rank.sum(axis=0),
+            channel_time_s={names[c]: float(per_channel[:, c].sum()) for c in range(nchan)},
+            channel_nbytes={names[c]: float(nbytes[c]) for c in range(nchan)},
+            channel_count={names[c]: int(count[c]) for c in range(nchan)},
+        )
+
+
+class Model(abc.ABC):
+    """A cost model: parameters given to ``__init__``, ``price`` returns a :class:`Cost`."""
+
+    NAME: ClassVar[str]
+    DESCRIPTION: ClassVar[str]
+    PARAMS: ClassVar[type]
+
+    def __init__(self, params: Any) -> None:
+        self.params = params
+
+    @abc.abstractmethod
+    def end_times(self, placed: PlacedSchedule) -> np.ndarray:
+        """Seconds from the start of its phase until each transmission ends."""
+
+    def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
+        """Model-specific detail for ``--explain``; empty unless a model has something to say."""
+        return {}
+
+    def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:
+        """The cost of a placed schedule under this model."""
+        cost = Cost.from_end_times(self.NAME, placed, self.end_times(placed))
+        if explain:
+            cost.explain = self.explain(placed, cost)
+        return cost
+
+
+MODELS: dict[str, type[Model]] = {}
+
+
+def register_model(cls: type[Model]) -> type[Model]:
+    """Class decorator: make a model known to the CLI and to ``MODELS`` under its NAME."""
+    if cls.NAME in MODELS:
+        raise ValueError(f"model {cls.NAME!r} registered twice")
+    MODELS[cls.NAME] = cls
+    return cls
+
+
+def channel_table(
+    per_channel: TMapping[str, Any], placed: PlacedSchedule, what: str
+) -> list[Any]:
+    """Per-channel parameters in the platform's channel order (None for channels the schedule
+    does not use); names the first used channel that has none."""
+    used = set(np.unique(placed.channel).tolist())
+    rows = []
+    for index, channel in enumerate(placed.platform.channels):
+        if channel.name not in per_channel and index not in used:
+            rows.append(None)
+            continue
+        if channel.name not in per_channel:
+            raise InputError(
+                f"{what} parameters have no entry for channel {channel.name!r}; "
+                f"expected one for each of {placed.channel_names()}",
+                where=f"{what}.{channel.name}",
+            )
+        rows.append(per_channel[channel.name])
+    return rows

@@ -1,0 +1,179 @@
+"""The machine: node types, nodes, groups of nodes, and the channels that join ranks.
+
+A channel is chosen by where two ranks run: on the same node, in the same
+group of some level (a cluster, a site, ...), or in different top-level
+groups ("world"). A channel also says which transfers one transmission
+through it is made of (paper 000, eq. 1-3): shared memory is two shm
+transfers, TCP is shm + net + shm, RDMA is one net transfer.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from commcost.errors import InputError
+
+if TYPE_CHECKING:
+    from commcost.platform.mapping import Mapping
+
+NODE_LEVEL = "node"
+WORLD_LEVEL = "world"
+
+
+class ContentionScope(enum.Enum):
+    """Which transmissions of a channel share its capacity (tau-Lop's concurrency tau)."""
+
+    CHANNEL = "channel"  # every transmission on the channel (paper 000, Fig. 8 and eq. 8-10)
+    NODE = "node"  # only transmissions sent from the same node
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """A kind of node: how many cores, sockets and GPUs it has."""
+
+    name: str
+    cores: int
+    sockets: int = 1
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
+class Node:
+    """One machine, of a node type, member of one group per level (inner to outer)."""
+
+    name: str
+    type: NodeType
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A kind of link between two ranks.
+
+    ``transfers`` names the transfer tables one transmission is made of
+    (paper 000 eq. 1: shm = ("shm", "shm"); eq. 2: tcp = ("shm", "tcp", "shm");
+    eq. 3: ib = ("ib",)). ``level`` is where the channel is used: "node" for
+    ranks on the same node, a group level's name for ranks on different nodes
+    of the same group of that level, "world" for ranks in different
+    top-level groups. ``id`` is the number the papers write as T^id.
+    """
+
+    name: str
+    id: int
+    level: str
+    transfers: tuple[str, ...]
+    contention: ContentionScope = ContentionScope.CHANNEL
+
+
+@dataclass(frozen=True)
+class Platform:
+    """Node types, nodes, group levels and channels; answers which channel joins two ranks."""
+
+    name: str
+    node_types: tuple[NodeType, ...]
+    nodes: tuple[Node, ...]
+    channels: tuple[Channel, ...]
+    levels: tuple[str, ...] = ()
+    _channel_at_level: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _group_index: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        all_levels = (NODE_LEVEL, *self.levels, WORLD_LEVEL)
+        if not self.nodes:
+            raise InputError("a platform needs at least one node", where="nodes")
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise InputError(f"node name {dup!r} is used twice; expected unique node names", where="nodes")
+        for node in self.nodes:
+            if len(node.groups) != len(self.levels):
+                raise InputError(
+                    f"node {node.name!r} names {len(node.groups)} groups; expected one per level {list(self.levels)}",
+                    where="nodes",
+                )
+        at_level = [-1] * len(all_levels)
+        for index, channel in enumerate(self.channels):
+            if channel.level not in all_levels:
+                raise InputError(
+                    f"channel {channel.name!r} has level {channel.level!r}; expected one of {list(all_levels)}",
+                    where="channels",
+                )
+            slot = all_levels.index(channel.level)
+            if at_level[slot] >= 0:
+                raise InputError(
+                    f"channels {self.channels[at_level[slot]].name!r} and {channel.name!r} both serve level "
+                    f"{channel.level!r}; expected one channel per level",
+                    where="channels",
+                )
+            at_level[slot] = index
+        ids = [c.id for c in self.channels]
+        if len(set(ids)) != len(ids):
+            raise InputError("two channels have the same id; expected unique ids", where="channels")
+        # group_index[level, node] = a number naming the node's group at that level
+        # (level 0 is the node itself; the last row is the one world group).
+        rows = [np.arange(len(self.nodes))]
+        for depth in range(len(self.levels)):
+            keys = [tuple(node.groups[depth:]) for node in self.nodes]
+            lookup = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+            rows.append(np.array([lookup[key] for key in keys]))
+        rows.append(np.zeros(len(self.nodes), dtype=np.int64))
+        object.__setattr__(self, "_channel_at_level", tuple(at_level))
+        object.__setattr__(self, "_group_index", np.vstack(rows).astype(np.int64))
+
+    @property
+    def all_levels(self) -> tuple[str, ...]:
+        """Levels from the innermost (node) to the outermost (world)."""
+        return (NODE_LEVEL, *self.levels, WORLD_LEVEL)
+
+    def node_index(self, name: str) -> int:
+        """Index of the node called ``name``."""
+        for index, node in enumerate(self.nodes):
+            if node.name == name:
+                return index
+        raise InputError(f"no node is called {name!r}; expected one of the platform's nodes")
+
+    def channel(self, name: str) -> Channel:
+        """The channel called ``name``."""
+        for channel in self.channels:
+            if channel.name == name:
+                return channel
+        raise InputError(f"no channel is called {name!r}; expected one of {[c.name for c in self.channels]}")
+
+    def level_between_nodes(self, node_a: np.ndarray, node_b: np.ndarray) -> np.ndarray:
+        """Index into ``all_levels`` of the innermost level two nodes share, elementwise."""
+        node_a = np.asarray(node_a)
+        node_b = np.asarray(node_b)
+        level = np.full(np.broadcast(node_a, node_b).shape, len(self.all_levels) - 1, dtype=np.int64)
+        for depth in range(len(self.all_levels) - 2, -1, -1):
+            same = self._group_index[depth, node_a] == self._group_index[depth, node_b]
+            level = np.where(same & (level > depth), depth, level)
+        return level
+
+    def channel_indices(self, mapping: "Mapping", src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Index into ``channels`` of the channel joining each (src, dst) pair of ranks."""
+        node = mapping.node_of_rank
+        levels = self.level_between_nodes(node[np.asarray(src)], node[np.asarray(dst)])
+        table = np.array(self._channel_at_level, dtype=np.int64)
+        chosen = table[levels]
+        if np.any(chosen < 0):
+            missing = sorted({self.all_levels[lv] for lv in np.unique(levels[chosen < 0])})
+            raise InputError(
+                f"no channel serves level(s) {missing}: the mapping places communicating ranks there; "
+                f"expected a [[channels]] entry with level = {missing[0]!r}",
+                where="channels",
+            )
+        return chosen
+
+    def contention_domains(
+        self, mapping: "Mapping", src: np.ndarray, channel_index: np.ndarray
+    ) -> np.ndarray:
+        """A number per transmission; equal numbers share a channel's capacity (tau-Lop's tau)."""
+        scopes = np.array([c.contention is ContentionScope.NODE for c in self.channels], dtype=bool)
+        per_node = scopes[channel_index]
+        node = mapping.node_of_rank[np.asarray(src)]
+        nchan = len(self.channels)
+        return np.where(per_node, nchan + node * nchan + channel_index, channel_index)

@@ -1,0 +1,1 @@
+"""Turning costs into what people read: text tables, JSON documents, plots."""

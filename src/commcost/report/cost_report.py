@@ -1,0 +1,72 @@
+"""A Cost as a JSON document or as a text report for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commcost.models.base import Cost
+from commcost.units import format_nbytes, format_seconds
+
+
+def cost_to_dict(cost: Cost, schedule_name: str = "") -> dict[str, Any]:
+    """Plain data: ``time_s``, ``model``, per-phase, per-channel and per-rank times, and the explanation."""
+    doc: dict[str, Any] = {
+        "schedule": schedule_name,
+        "model": cost.model,
+        "time_s": cost.time_s,
+        "phases": [{"name": n, "time_s": float(t)} for n, t in zip(cost.phase_names, cost.phase_time_s)],
+        "channels": [
+            {"name": c, "time_s": cost.channel_time_s[c], "nbytes": cost.channel_nbytes[c],
+             "transmissions": cost.channel_count[c]}
+            for c in cost.channel_time_s
+        ],
+        "rank_time_s": [float(t) for t in cost.rank_time_s],
+    }
+    doc.update(cost.explain)
+    return doc
+
+
+def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
+    """A short report: total, phases, channels and, when explained, the formula and the timeline."""
+    lines = [f"{schedule_name or 'schedule'} under {cost.model}: {format_seconds(cost.time_s)}"]
+    lines.append("")
+    lines.append(f"  {'phase':<24} {'time':>12}")
+    shown = list(zip(cost.phase_names, cost.phase_time_s))
+    for name, t in shown[:max_rows]:
+        lines.append(f"  {name:<24} {format_seconds(float(t)):>12}")
+    if len(shown) > max_rows:
+        lines.append(f"  ... {len(shown) - max_rows} more phases")
+    lines.append("")
+    lines.append(f"  {'channel':<12} {'transmissions':>14} {'bytes':>12} {'time':>12}")
+    for c in cost.channel_time_s:
+        if cost.channel_count[c]:
+            lines.append(f"  {c:<12} {cost.channel_count[c]:>14} {format_nbytes(cost.channel_nbytes[c]):>12} "
+                         f"{format_seconds(cost.channel_time_s[c]):>12}")
+    explain = cost.explain
+    if "formula" in explain:
+        unit = explain.get("unit", "B")
+        lines += ["", f"  tau-Lop algebra (sizes in {unit}; paper 000 rules A1-A3, eq. 5-7):",
+                  f"    {explain['formula']}",
+                  f"    = {format_seconds(explain['formula_s'])} by the paper's algebra",
+                  f"    = {format_seconds(explain['engine_s'])} by the exact engine "
+                  f"(difference {format_seconds(explain['formula_minus_engine_s'])})"]
+        if len(explain.get("phases", [])) > 1:
+            lines.append("  per phase:")
+            for p in explain["phases"][:max_rows]:
+                lines.append(f"    {p['name']}: {p['formula']}")
+                lines.append(f"      algebra {format_seconds(p['formula_s'])}, engine {format_seconds(p['engine_s'])}")
+        timeline = explain.get("timeline", [])
+        if timeline:
+            lines += ["", "  engine timeline (each piece: tau transmissions moving nbytes each):"]
+            for piece in timeline[:max_rows]:
+                cut = "  (cut: a transmission joined)" if piece["cut"] else ""
+                lines.append(
+                    f"    {piece['phase']:<10} {piece['channel']:<6} tau={piece['tau']:<4} "
+                    f"{format_nbytes(piece['nbytes']):>10}  {format_seconds(piece['start_s']):>10} -> "
+                    f"{format_seconds(piece['end_s']):<10}{cut}"
+                )
+            if len(timeline) > max_rows:
+                lines.append(f"    ... {len(timeline) - max_rows} more pieces")
+    elif "law" in explain:
+        lines += ["", f"  {explain['law']}"]
+    return "\n".join(lines)
