@@ -1,0 +1,129 @@
+"""LogGP (one parameter set for the whole machine) and LogGPH (LogGP per channel).
+
+LogGP: Alexandrov, Ionescu, Schauser and Scheiman, "LogGP: incorporating
+long messages into the LogP model", SPAA 1995 (paper 000 ref [24]).
+L is the network latency, o the processor overhead of a send or a receive,
+g the gap between two consecutive messages of a processor, G the gap per
+byte of a long message. A message of m bytes alone costs
+
+    T(m) = o + (m-1) G + L + o = 2o + L + (m-1) G.
+
+In a phase (all ranks start at t = 0) a sender injects its messages one
+after another, the next max(g, o + (m-1) G) after the previous one began;
+a receiver takes arrivals in order of arrival and spends o on each, so a
+gather of k messages is serialized by the receive overhead
+(:func:`commcost.models.timeline.loggp_end_times`). Channel contention is
+not modelled (that is tau-Lop's job), and sends posted together (Isend +
+Waitall) are priced like a sequence of blocking sends.
+
+LogGPH: Yuan, Zhang, Tang, Rao and Sun, "LogGPH: a parallel computational
+model with hierarchical communication awareness", CSE 2010 (paper 000 ref
+[40]): the same law with one LogGP parameter set per channel (shared
+memory, network, ...); o_send = o_recv = the channel's o.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
+from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.timeline import LogGPArrays, loggp_end_times
+
+LAW = ("inj = o_send + (m-1)*G; a sender starts its next message max(g, inj) later; "
+       "arrival = start + inj + L; the receiver takes arrivals in order, o_recv each "
+       "(one message: 2o + L + (m-1)G); no contention, posted sends priced as a sequence")
+
+
+def loggp_time_s(nbytes: np.ndarray, L_s: np.ndarray, o_s: np.ndarray, G_s_per_byte: np.ndarray) -> np.ndarray:
+    """T(m) = 2o + L + (m-1) G: seconds for one message alone (Alexandrov et al. 1995)."""
+    return 2.0 * o_s + L_s + np.maximum(np.asarray(nbytes, dtype=np.float64) - 1.0, 0.0) * G_s_per_byte
+
+
+def end_times_of(placed: PlacedSchedule, params: LogGPArrays) -> np.ndarray:
+    """End time of every transmission of a placed schedule under per-transmission LogGP values."""
+    s = placed.schedule
+    return loggp_end_times(s.phase, s.src, s.dst, s.nprocs, s.nbytes, params)
+
+
+@dataclass(frozen=True)
+class LogGPParams:
+    """LogGP parameters: latency L, overhead o, gap g (seconds) and gap per byte G."""
+
+    L_s: float
+    o_s: float
+    g_s: float
+    G_s_per_byte: float
+
+    UNITS: ClassVar[dict[str, str]] = {
+        "L_s": "seconds", "o_s": "seconds", "g_s": "seconds", "G_s_per_byte": "seconds per byte",
+    }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LogGPParams":
+        """From ``{L_s, o_s, g_s, G_s_per_byte}`` (TOML: ``[loggp] L_s = ...``)."""
+        return cls(**read_numbers(data, cls.UNITS))
+
+    def to_dict(self) -> dict[str, float]:
+        """Plain data for a TOML section."""
+        return {"L_s": self.L_s, "o_s": self.o_s, "g_s": self.g_s, "G_s_per_byte": self.G_s_per_byte}
+
+    def per_transmission(self, n: int) -> LogGPArrays:
+        """The same values for ``n`` transmissions."""
+        return LogGPArrays(*(np.full(n, v) for v in (self.o_s, self.o_s, self.L_s, self.g_s, self.G_s_per_byte)))
+
+
+@dataclass(frozen=True)
+class LogGPHParams:
+    """LogGP parameters by channel name."""
+
+    channels: dict[str, LogGPParams]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LogGPHParams":
+        """From ``{channel: {L_s, o_s, g_s, G_s_per_byte}}`` (TOML: ``[loggph.ib] L_s = ...``)."""
+        return cls(read_tables(data, LogGPParams.from_dict, "L_s, o_s, g_s, G_s_per_byte",
+                               "[loggph.ib] L_s = 2e-6, o_s = 1e-6, g_s = 1e-6, G_s_per_byte = 1e-10"))
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """Plain data for a TOML section."""
+        return {name: channel.to_dict() for name, channel in self.channels.items()}
+
+    def per_transmission(self, placed: PlacedSchedule) -> LogGPArrays:
+        """Each transmission's values, from its channel."""
+        rows = channel_table(self.channels, placed, LogGPH.NAME)
+        L, o, g, G = channel_arrays(rows, ("L_s", "o_s", "g_s", "G_s_per_byte"), placed.channel)
+        return LogGPArrays(o, o, L, g, G)
+
+
+@register_model
+class LogGP(Model):
+    """LogGP (Alexandrov et al. 1995): one L, o, g, G for every channel."""
+
+    NAME = "loggp"
+    DESCRIPTION = "LogGP (Alexandrov et al. 1995): 2o + L + (m-1)G per message, one parameter set for all channels"
+    PARAMS = LogGPParams
+
+    def end_times(self, placed: PlacedSchedule) -> np.ndarray:
+        return end_times_of(placed, self.params.per_transmission(placed.schedule.ntransmissions))
+
+    def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
+        return {"law": LAW, "params": self.params.to_dict()}
+
+
+@register_model
+class LogGPH(Model):
+    """LogGPH (paper 000 ref [40]): LogGP with one parameter set per channel."""
+
+    NAME = "loggph"
+    DESCRIPTION = "LogGPH: LogGP for hierarchical platforms, one L, o, g, G per channel"
+    PARAMS = LogGPHParams
+
+    def end_times(self, placed: PlacedSchedule) -> np.ndarray:
+        return end_times_of(placed, self.params.per_transmission(placed))
+
+    def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
+        return {"law": LAW + " (parameters per channel)", "params": self.params.to_dict()}
