@@ -63,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transmissions", type=int, default=1_000_000)
     args = parser.parse_args()
-    paramset = load_params(ROOT / "examples" / "params" / "bench.toml")
+    paramset = load_params(ROOT / "examples" / "params" / "illustrative.toml")
     plat = platform()
     mapping = Mapping.sequential(plat, NPROCS, PPN)
     n = args.transmissions

@@ -70,7 +70,11 @@ def _predict(args: argparse.Namespace) -> int:
     if spec is None:
         raise InputError("the platform has no [mapping] section; expected one there or --mapping",
                          source=str(args.platform))
-    mapping = spec.build(platform, schedule.nprocs, base_dir)
+    try:
+        mapping = spec.build(platform, schedule.nprocs, base_dir)
+    except InputError as exc:
+        raise exc.located(source=str(args.platform) if not args.mapping else None,
+                          where="--mapping" if args.mapping else "mapping") from None
     params = load_params(args.params)
     model = MODELS[args.model](params.for_model(args.model))
     try:

@@ -51,8 +51,9 @@ class ParamSet:
 
 def load_params(path: str | Path) -> ParamSet:
     """Read a parameter file; every section is checked on load, errors name the file and field."""
-    source = str(path)
-    data = read_toml(path)
+    doc = read_toml(path)
+    source = doc.source
+    data = dict(doc.data)
     meta = data.pop("meta", {})
     sections: dict[str, Any] = {}
     for name, body in data.items():
@@ -69,7 +70,9 @@ def load_params(path: str | Path) -> ParamSet:
         except InputError as exc:
             if exc.source:
                 raise
-            where = f"{name}.{exc.where}" if exc.where else name
+            dotted = f"{name}.{exc.where}" if exc.where else name
+            line = doc.line_of(tuple(dotted.split(".")))
+            where = f"line {line}: {dotted}" if line else dotted
             raise InputError(exc.message, source=source, where=where) from None
     return ParamSet(source, sections, meta)
 
@@ -78,8 +81,11 @@ def _taulop_section(body: dict[str, Any], base: Path, source: str) -> TauLopPara
     inline: dict[str, Any] = {}
     tables = {}
     for name, table in body.items():
-        if isinstance(table, dict) and set(table) == {"file"}:
-            tables[name] = read_taulop_table(base / str(table["file"]))
+        if isinstance(table, dict) and "file" in table:
+            if set(table) != {"file"} or not isinstance(table["file"], str):
+                raise InputError("expected only file = \"PATH\" (a table in the C++ format) "
+                                 "or an inline table m, o_s, L_s", where=f"{name}")
+            tables[name] = read_taulop_table(base / table["file"])
         else:
             inline[name] = table
     params = TauLopParams.from_dict(inline)

@@ -22,7 +22,10 @@ def cost_to_dict(cost: Cost, schedule_name: str = "") -> dict[str, Any]:
         ],
         "rank_time_s": [float(t) for t in cost.rank_time_s],
     }
-    doc.update(cost.explain)
+    explain = dict(cost.explain)
+    for entry, extra in zip(doc["phases"], explain.pop("phases", [])):
+        entry.update({k: v for k, v in extra.items() if k != "name"})
+    doc.update(explain)
     return doc
 
 

@@ -1,0 +1,109 @@
+"""Platform files (TOML): node types, nodes, group levels, channels and a default mapping.
+
+See ``docs/file-formats.md`` for the whole format. In short::
+
+    name = "two-clusters"
+    levels = ["cluster"]                 # group levels, inner to outer (optional)
+    [[node_types]]
+    name = "xeon16"; cores = 16; sockets = 2; gpus = 0
+    [[nodes]]
+    name = "a{i}"; type = "xeon16"; count = 4; cluster = "A"
+    [[channels]]
+    name = "shm"; level = "node"; transfers = ["shm", "shm"]
+    [mapping]
+    kind = "sequential"; ppn = 16
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from commcost.errors import InputError
+from commcost.io.mapping_spec import MappingKind, MappingSpec
+from commcost.io.toml_file import Table, read_toml
+from commcost.platform.platform import Channel, ContentionScope, Node, NodeType, Platform
+
+_MAPPING_FIELDS = {
+    MappingKind.SEQUENTIAL: ("ppn",),
+    MappingKind.ROUND_ROBIN: ("nodes",),
+    MappingKind.RANDOM: ("ppn", "seed"),
+    MappingKind.FILE: ("path",),
+    MappingKind.LAYOUT: ("path", "row"),
+}
+
+
+def load_platform(path: str | Path) -> tuple[Platform, MappingSpec | None]:
+    """Read a platform file; returns the platform and its ``[mapping]`` (None when absent)."""
+    root = Table.root(read_toml(path))
+    root.only("name", "levels", "node_types", "nodes", "channels", "mapping")
+    levels = root.strings("levels", default=[], nonempty=False)
+    for level in levels:
+        if level in ("node", "world"):
+            raise root.error("levels", f"{level!r} is built in; expected only group levels such as 'cluster'")
+    types = _node_types(root)
+    nodes = _nodes(root, types, levels)
+    channels = _channels(root)
+    try:
+        platform = Platform(root.text("name", default=Path(path).stem), tuple(types.values()),
+                            tuple(nodes), tuple(channels), tuple(levels))
+    except InputError as exc:
+        raise root.error(exc.where, exc.message) from None
+    mapping = root.table("mapping", default=None)
+    return platform, (_mapping(mapping) if mapping is not None else None)
+
+
+def _node_types(root: Table) -> dict[str, NodeType]:
+    types: dict[str, NodeType] = {}
+    for entry in root.tables("node_types"):
+        entry.only("name", "cores", "sockets", "gpus")
+        name = entry.text("name")
+        if name in types:
+            raise entry.error("name", f"node type {name!r} is declared twice")
+        types[name] = NodeType(name, entry.integer("cores", minimum=1), entry.integer("sockets", 1, minimum=1),
+                               entry.integer("gpus", 0, minimum=0))
+    if not types:
+        raise root.error("node_types", "expected at least one [[node_types]]")
+    return types
+
+
+def _nodes(root: Table, types: dict[str, NodeType], levels: tuple[str, ...]) -> list[Node]:
+    nodes: list[Node] = []
+    for entry in root.tables("nodes"):
+        entry.only("name", "type", "count", "start", *levels)
+        type_name = entry.text("type")
+        if type_name not in types:
+            raise entry.error("type", f"unknown node type {type_name!r}; expected one of {list(types)}")
+        count = entry.integer("count", 1, minimum=1)
+        start = entry.integer("start", 0, minimum=0)
+        pattern = entry.text("name")
+        if count > 1 and "{i}" not in pattern:
+            raise entry.error("name", f"count = {count} needs a name pattern with {{i}}, e.g. 'node{{i}}'")
+        groups = tuple(entry.text(level) for level in levels)
+        for i in range(start, start + count):
+            nodes.append(Node(pattern.replace("{i}", str(i)), types[type_name], groups))
+    return nodes
+
+
+def _channels(root: Table) -> list[Channel]:
+    channels = []
+    for index, entry in enumerate(root.tables("channels")):
+        entry.only("name", "id", "level", "transfers", "contention")
+        name = entry.text("name")
+        contention = entry.text("contention", "channel", choices=[c.value for c in ContentionScope])
+        channels.append(Channel(name, entry.integer("id", index, minimum=0), entry.text("level"),
+                                entry.strings("transfers", default=[name]), ContentionScope(contention)))
+    return channels
+
+
+def _mapping(table: Table) -> MappingSpec:
+    kind = MappingKind(table.text("kind", choices=[k.value for k in MappingKind]))
+    table.only("kind", *_MAPPING_FIELDS[kind])
+    if kind is MappingKind.SEQUENTIAL:
+        return MappingSpec(kind, ppn=table.integer("ppn", minimum=1))
+    if kind is MappingKind.ROUND_ROBIN:
+        return MappingSpec(kind, nodes=table.integer("nodes", None, minimum=1) if table.has("nodes") else None)
+    if kind is MappingKind.RANDOM:
+        return MappingSpec(kind, ppn=table.integer("ppn", minimum=1), seed=table.integer("seed", 0, minimum=0))
+    if kind is MappingKind.FILE:
+        return MappingSpec(kind, path=table.text("path"))
+    return MappingSpec(kind, path=table.text("path"), row=table.text("row"))

@@ -1,0 +1,259 @@
+"""Schedule files (JSON or TOML): phases of (src, dst, size) transmissions, read and written.
+
+::
+
+    {
+      "name": "SUMMA iteration k = 80",
+      "nprocs": 6,
+      "unit": {"name": "block", "nbytes": 8192},     # optional; sizes are in this unit
+      "phases": [
+        {"name": "pbc", "mode": "sequence",          # or "posted" (Isend + Waitall)
+         "rank_modes": {"4": "posted"},             # optional per-rank exceptions
+         "sends": [[1, 0, 134], [1, 3, 146], [4, 3, "48KiB"]]}
+      ]
+    }
+
+A size is a number in the file's unit, or a string with a byte unit
+("48KiB", "1.5MB"). The TOML form has the same fields (``[[phases]]``).
+Errors name the file and the field path, e.g. ``phases[0].sends[2]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from commcost.errors import InputError
+from commcost.io.toml_file import read_toml
+from commcost.schedule.schedule import Schedule, SendMode, SizeUnit
+from commcost.units import parse_nbytes
+
+_TOP = ("name", "nprocs", "unit", "phases")
+_PHASE = ("name", "mode", "rank_modes", "sends")
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read a ``.json`` or ``.toml`` schedule; errors name the file and field."""
+    source = str(path)
+    suffix = Path(path).suffix.lower()
+    if suffix == ".toml":
+        data: Any = read_toml(path).data
+    elif suffix == ".json":
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read the schedule ({exc.strerror})", source=source) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", source=source, where=f"line {exc.lineno}") from None
+    else:
+        raise InputError(f"expected a .json or .toml schedule, got {suffix or 'no extension'!r}", source=source)
+    try:
+        return schedule_from_dict(data, default_name=Path(path).stem)
+    except InputError as exc:
+        raise exc.located(source=source) from None
+
+
+def _fail(where: str, message: str) -> InputError:
+    return InputError(message, where=where)
+
+
+def _integer(value: Any, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(where, f"expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _mode(value: Any, where: str) -> SendMode:
+    try:
+        return SendMode(value)
+    except ValueError:
+        raise _fail(where, f"expected one of {[m.value for m in SendMode]}, got {value!r}") from None
+
+
+def _unit(value: Any) -> SizeUnit:
+    if value is None:
+        return SizeUnit()
+    if not isinstance(value, dict) or set(value) - {"name", "nbytes"} or "nbytes" not in value:
+        raise _fail("unit", f'expected {{"name": ..., "nbytes": ...}}, got {value!r}')
+    nbytes = value["nbytes"]
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float)) or not nbytes > 0:
+        raise _fail("unit.nbytes", f"expected a size in bytes > 0, got {nbytes!r}")
+    name = value.get("name", f"{nbytes:g}B")
+    if not isinstance(name, str):
+        raise _fail("unit.name", f"expected a string, got {name!r}")
+    return SizeUnit(name, int(nbytes) if float(nbytes).is_integer() else nbytes)
+
+
+def _sends(rows: Any, where: str, nprocs: int, unit: SizeUnit) -> np.ndarray:
+    """An (n, 3) float array of src, dst, nbytes, every row checked."""
+    if not isinstance(rows, list):
+        raise _fail(where, f"expected an array of [src, dst, size] rows, got {type(rows).__name__}")
+    try:
+        table = np.array(rows) if rows else np.zeros((0, 3))
+        numeric = table.dtype.kind in "iuf" and table.shape == (len(rows), 3)
+    except (ValueError, TypeError):  # ragged rows
+        numeric = False
+    if numeric:
+        table = table.astype(np.float64)
+        table[:, 2] *= unit.nbytes
+    else:
+        table = np.array([_row(row, f"{where}[{i}]", unit) for i, row in enumerate(rows)], dtype=np.float64)
+        table = table.reshape(len(rows), 3)
+    checks = (
+        (~np.isfinite(table[:, 0]) | (table[:, 0] != np.round(table[:, 0])) | (table[:, 0] < 0)
+         | (table[:, 0] >= nprocs), f"src must be a rank in 0..{nprocs - 1}"),
+        (~np.isfinite(table[:, 1]) | (table[:, 1] != np.round(table[:, 1])) | (table[:, 1] < 0)
+         | (table[:, 1] >= nprocs), f"dst must be a rank in 0..{nprocs - 1}"),
+        (table[:, 0] == table[:, 1], "src and dst must differ (a rank does not send to itself)"),
+        (~np.isfinite(table[:, 2]) | (table[:, 2] < 0), "the size must be a finite number >= 0"),
+    )
+    for bad, expected in checks:
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            raise _fail(f"{where}[{i}]", f"{expected}; got {_show(rows[i])}")
+    return table
+
+
+def _row(row: Any, where: str, unit: SizeUnit) -> list[float]:
+    if not isinstance(row, list) or len(row) != 3:
+        raise _fail(where, f"expected [src, dst, size], got {_show(row)}")
+    src, dst, size = row
+    for name, value in (("src", src), ("dst", dst)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _fail(where, f"{name} must be an integer rank, got {value!r}")
+    if isinstance(size, str):
+        try:
+            nbytes = float(parse_nbytes(size))
+        except (InputError, ValueError) as exc:
+            raise _fail(where, f"size: {getattr(exc, 'message', exc)}") from None
+    elif isinstance(size, (int, float)) and not isinstance(size, bool):
+        nbytes = float(size) * unit.nbytes
+    else:
+        raise _fail(where, f"size must be a number (in {unit.name}) or a string such as '64KiB', got {size!r}")
+    return [float(src), float(dst), nbytes]
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
+    """A schedule from parsed JSON/TOML data (see the module docstring)."""
+    if not isinstance(data, dict):
+        raise _fail("", "expected an object with nprocs and phases")
+    for key in data:
+        if key not in _TOP:
+            raise _fail(str(key), f"unknown field {key!r}; expected one of {list(_TOP)}")
+    if "nprocs" not in data or "phases" not in data:
+        raise _fail("", "expected the fields nprocs and phases")
+    nprocs = _integer(data["nprocs"], "nprocs", 1)
+    name = data.get("name", default_name)
+    if not isinstance(name, str):
+        raise _fail("name", f"expected a string, got {name!r}")
+    unit = _unit(data.get("unit"))
+    phases = data["phases"]
+    if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
+        raise _fail("phases", "expected an array of phase objects")
+    names, tables, posted_parts = [], [], []
+    for k, phase in enumerate(phases):
+        where = f"phases[{k}]"
+        for key in phase:
+            if key not in _PHASE:
+                raise _fail(f"{where}.{key}", f"unknown field {key!r}; expected one of {list(_PHASE)}")
+        pname = phase.get("name", f"phase {k}")
+        if not isinstance(pname, str):
+            raise _fail(f"{where}.name", f"expected a string, got {pname!r}")
+        mode = _mode(phase.get("mode", SendMode.SEQUENCE.value), f"{where}.mode")
+        table = _sends(phase.get("sends", []), f"{where}.sends", nprocs, unit)
+        posted = np.full(len(table), mode is SendMode.POSTED)
+        rank_modes = phase.get("rank_modes", {})
+        if not isinstance(rank_modes, dict):
+            raise _fail(f"{where}.rank_modes", 'expected an object such as {"3": "posted"}')
+        for rank_text, value in rank_modes.items():
+            if not str(rank_text).isdigit() or int(rank_text) >= nprocs:
+                raise _fail(f"{where}.rank_modes", f"expected rank keys in 0..{nprocs - 1}, got {rank_text!r}")
+            posted[table[:, 0] == int(rank_text)] = _mode(value, f"{where}.rank_modes.{rank_text}") is SendMode.POSTED
+        names.append(pname)
+        tables.append(table)
+        posted_parts.append(posted)
+    table = np.concatenate(tables) if tables else np.zeros((0, 3))
+    phase_index = np.repeat(np.arange(len(tables)), [len(t) for t in tables])
+    return Schedule(nprocs, table[:, 0].astype(np.int64), table[:, 1].astype(np.int64), table[:, 2],
+                    phase_index, np.concatenate(posted_parts) if posted_parts else np.zeros(0, bool),
+                    tuple(names), name, unit)
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
+    """The file form of a schedule; :func:`schedule_from_dict` reads it back unchanged."""
+    phases = []
+    for k, part in enumerate(schedule.phase_slices()):
+        posted = schedule.posted[part]
+        src = schedule.src[part]
+        default_posted = bool(posted.size) and bool(posted.mean() > 0.5)
+        exceptions = {str(r): (SendMode.POSTED if not default_posted else SendMode.SEQUENCE).value
+                      for r in np.unique(src[posted != default_posted])}
+        sizes = schedule.nbytes[part] / schedule.unit.nbytes
+        sends = [[int(s), int(d), int(m) if float(m).is_integer() else float(m)]
+                 for s, d, m in zip(src, schedule.dst[part], sizes)]
+        entry: dict[str, Any] = {"name": schedule.phase_names[k],
+                                 "mode": (SendMode.POSTED if default_posted else SendMode.SEQUENCE).value}
+        if exceptions:
+            entry["rank_modes"] = exceptions
+        entry["sends"] = sends
+        phases.append(entry)
+    return {"name": schedule.name, "nprocs": schedule.nprocs,
+            "unit": {"name": schedule.unit.name, "nbytes": schedule.unit.nbytes}, "phases": phases}
+
+
+def dump_schedule(schedule: Schedule, path: str | Path) -> None:
+    """Write a schedule as ``.json`` or ``.toml`` (by the file's extension)."""
+    data = schedule_to_dict(schedule)
+    if Path(path).suffix.lower() == ".toml":
+        Path(path).write_text(_toml_text(data), encoding="utf-8")
+    else:
+        Path(path).write_text(_json_text(data), encoding="utf-8")
+
+
+def _json_text(data: dict[str, Any]) -> str:
+    """JSON with one send per line, so a schedule file diffs and reads well."""
+    lines = ["{"]
+    head = {k: v for k, v in data.items() if k != "phases"}
+    lines += [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+    lines.append('  "phases": [')
+    for k, phase in enumerate(data["phases"]):
+        lines.append("    {")
+        for key, value in phase.items():
+            if key != "sends":
+                lines.append(f"      {json.dumps(key)}: {json.dumps(value)},")
+        rows = ",\n".join(f"        {json.dumps(row)}" for row in phase["sends"])
+        lines.append('      "sends": [' + (f"\n{rows}\n      ]" if rows else "]"))
+        lines.append("    }" + ("," if k < len(data["phases"]) - 1 else ""))
+    lines += ["  ]", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_string(value: Any) -> str:
+    """A TOML basic string (JSON's escapes, but characters beyond the BMP written as themselves)."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_text(data: dict[str, Any]) -> str:
+    unit = data["unit"]
+    lines = [f"name = {_toml_string(data['name'])}", f"nprocs = {data['nprocs']}",
+             f"unit = {{ name = {_toml_string(unit['name'])}, nbytes = {unit['nbytes']} }}"]
+    for phase in data["phases"]:
+        lines += ["", "[[phases]]", f"name = {_toml_string(phase['name'])}", f"mode = {_toml_string(phase['mode'])}"]
+        if "rank_modes" in phase:
+            modes = ", ".join(f"{_toml_string(r)} = {_toml_string(m)}" for r, m in phase["rank_modes"].items())
+            lines.append(f"rank_modes = {{ {modes} }}")
+        lines.append("sends = [")
+        lines += [f"  {json.dumps(row)}," for row in phase["sends"]]
+        lines.append("]")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,146 @@
+"""Platform files: channels chosen by level, node patterns, groups, and errors with lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commcost.errors import InputError
+from commcost.io.mapping_spec import MappingKind
+from commcost.io.platform_file import load_platform
+from commcost.platform import ContentionScope, Mapping
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+
+THREE_LEVELS = """
+name = "grid"
+levels = ["cluster", "site"]
+
+[[node_types]]
+name = "small"
+cores = 4
+
+[[nodes]]
+name = "a{i}"
+type = "small"
+count = 2
+cluster = "A"
+site = "north"
+
+[[nodes]]
+name = "b{i}"
+type = "small"
+count = 2
+cluster = "B"
+site = "north"
+
+[[nodes]]
+name = "c0"
+type = "small"
+cluster = "C"
+site = "south"
+
+[[channels]]
+name = "shm"
+level = "node"
+transfers = ["shm", "shm"]
+
+[[channels]]
+name = "ib"
+level = "cluster"
+transfers = ["ib"]
+
+[[channels]]
+name = "tcp"
+level = "site"
+transfers = ["shm", "tcp", "shm"]
+contention = "node"
+
+[[channels]]
+name = "wan"
+level = "world"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "platform.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_paper000_example_loads_with_its_mapping():
+    platform, spec = load_platform(EX / "paper000" / "platform.toml")
+    assert [n.name for n in platform.nodes] == ["node0", "node1"]
+    assert [(c.name, c.id, c.transfers) for c in platform.channels] == [
+        ("shm", 0, ("shm", "shm")), ("ib", 1, ("ib",))]
+    assert spec.kind is MappingKind.SEQUENTIAL and spec.ppn == 3
+
+
+def test_channels_follow_the_innermost_shared_level(tmp_path):
+    platform, spec = load_platform(write(tmp_path, THREE_LEVELS))
+    assert spec is None
+    assert [n.name for n in platform.nodes] == ["a0", "a1", "b0", "b1", "c0"]
+    mapping = Mapping.on_nodes([0, 0, 1, 2, 4])  # ranks on a0, a0, a1, b0, c0
+    src = np.array([0, 0, 0, 0])
+    dst = np.array([1, 2, 3, 4])
+    names = [platform.channels[i].name for i in platform.channel_indices(mapping, src, dst)]
+    assert names == ["shm", "ib", "tcp", "wan"]
+    wan = platform.channel("wan")
+    assert wan.transfers == ("wan",) and wan.id == 3  # defaults: transfers = [name], id = position
+    assert platform.channel("tcp").contention is ContentionScope.NODE
+
+
+def test_node_contention_gives_one_domain_per_sending_node(tmp_path):
+    platform, _ = load_platform(write(tmp_path, THREE_LEVELS))
+    mapping = Mapping.on_nodes([0, 2, 1, 3])  # a0, b0, a1, b1: 0->1 and 2->3 cross clusters on tcp
+    src, dst = np.array([0, 2, 0]), np.array([1, 3, 3])
+    channel = platform.channel_indices(mapping, src, dst)
+    domains = platform.contention_domains(mapping, src, channel)
+    assert domains[0] != domains[1] and domains[0] == domains[2]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("count = 2\ncluster = \"A\"", "count = \"two\"\ncluster = \"A\""),
+     "line 12: nodes[0].count: expected an integer >= 1, got a string 'two'"),
+    (("cores = 4", "cores = 4\ncorez = 2"), "line 8: node_types[0].corez: unknown field 'corez'"),
+    (("type = \"small\"\ncount = 2\ncluster = \"B\"", "type = \"big\"\ncount = 2\ncluster = \"B\""),
+     "line 18: nodes[1].type: unknown node type 'big'"),
+    (("contention = \"node\"", "contention = \"socket\""),
+     "line 43: channels[2].contention: expected one of ['channel', 'node'], got 'socket'"),
+    (("level = \"site\"", "level = \"planet\""), "channel 'tcp' has level 'planet'"),
+    (("name = \"c0\"", "name = \"c{i}\"\ncount = 2"), ""),  # a pattern with a count is fine
+    (("name = \"a{i}\"", "name = \"a\""), "nodes[0].name: count = 2 needs a name pattern with {i}"),
+    (("site = \"south\"", ""), "line 23: nodes[2]: missing field 'site'"),
+    (("levels = [\"cluster\", \"site\"]", "levels = [\"cluster\", \"site\""), "line 5: not valid TOML"),
+])
+def test_bad_platforms_name_file_line_and_field(tmp_path, edit, message):
+    old, new = edit
+    assert old in THREE_LEVELS
+    path = write(tmp_path, THREE_LEVELS.replace(old, new, 1))
+    if not message:
+        load_platform(path)
+        return
+    with pytest.raises(InputError) as info:
+        load_platform(path)
+    assert str(info.value).startswith(f"{path}:")
+    assert message in str(info.value)
+
+
+def test_a_missing_channel_is_reported_when_a_mapping_needs_it(tmp_path):
+    text = THREE_LEVELS.split("[[channels]]\nname = \"wan\"")[0]
+    platform, _ = load_platform(write(tmp_path, text))
+    with pytest.raises(InputError, match="no channel serves level.*world"):
+        platform.channel_indices(Mapping.on_nodes([0, 4]), np.array([0]), np.array([1]))
+
+
+@pytest.mark.parametrize("mapping, message", [
+    ('kind = "sequential"', "mapping: missing field 'ppn'"),
+    ('kind = "sequential"\nppm = 3', "mapping.ppm: unknown field 'ppm'"),
+    ('kind = "spiral"', "mapping.kind: expected one of"),
+])
+def test_bad_mapping_sections(tmp_path, mapping, message):
+    path = write(tmp_path, THREE_LEVELS + f"\n[mapping]\n{mapping}\n")
+    with pytest.raises(InputError, match=message.replace("[", r"\[")):
+        load_platform(path)
