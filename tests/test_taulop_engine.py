@@ -143,3 +143,20 @@ def test_cost_never_falls_when_a_message_of_a_sequence_grows(k, m, extra):
         b1.send(0, dst, m)
         b2.send(0, dst, m + (extra if i == k - 1 else 0))
     assert price(b2, [0, 0, 1]) >= price(b1, [0, 0, 1]) * (1 - 1e-12)
+
+
+def test_event_loop_equals_staircase_when_pieces_are_short_against_the_clock():
+    """Thousands of distinct sizes in one domain: late pieces last far less than the time they
+    start at. A piece's own end must not read as a cut (a rounding slip once re-paid latency
+    millions of times and inflated the cost)."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    b = ScheduleBuilder(2 * n).phase(mode=SendMode.POSTED)
+    for i, m in enumerate(rng.integers(1, 1 << 16, n)):
+        b.send(2 * i, 2 * i + 1, float(m))
+    placed = PlacedSchedule.of(b.build(), PLATFORM, Mapping.on_nodes([0] * (2 * n)))
+    fast = TauLop(PARAMS, fast=True).end_times(placed)
+    events = TauLop(PARAMS, fast=False).end_times(placed)
+    assert np.allclose(fast, events, rtol=1e-9)
+    trace = TauLop(PARAMS, fast=False).price(placed, explain=True).explain["timeline"]
+    assert len(trace) <= n

@@ -124,6 +124,7 @@ def _events(jobs: PhaseJobs, laws: list[TransmissionLaw], trace: bool) -> PhaseR
     t0 = [0.0] * ndom  # start of the running piece
     dB = [0.0] * ndom  # bytes the running piece moves
     dur = [0.0] * ndom  # its duration
+    tend = [0.0] * ndom  # its end: t0 + dur, the very float its event carries
     version = [0] * ndom
     marks: list[list[float]] = [[] for _ in range(ndom)]  # finishing marks, a heap per domain
     who: list[dict[float, list[int]]] = [{} for _ in range(ndom)]  # mark -> jobs finishing there
@@ -141,15 +142,18 @@ def _events(jobs: PhaseJobs, laws: list[TransmissionLaw], trace: bool) -> PhaseR
         dB[d] = delta
         span = time_of[d](delta, tau[d])
         dur[d] = span
+        tend[d] = t + span
         version[d] += 1
-        heappush(events, (t + span, version[d], d))
+        heappush(events, (tend[d], version[d], d))
 
     def settle(d: int, t: float, ready: list[int]) -> float:
         """Bring domain d to time t: move its counter, finish the jobs that are done."""
         elapsed = t - t0[d]
         if tau[d] == 0 or elapsed <= 0.0:
             return B0[d]
-        if elapsed < dur[d] * (1.0 - 1e-12):  # cut: progress pro rata, nobody finishes
+        # A cut only when t is before the piece's end by more than rounding of absolute times:
+        # comparing elapsed with dur would call a piece's own end a cut when t0 >> dur.
+        if t < tend[d] - 1e-12 * tend[d]:  # cut: progress pro rata, nobody finishes
             B = B0[d] + dB[d] * (elapsed / dur[d])
             if trace:
                 pieces.append(Piece(d, chan_of_dom[d], tau[d], B - B0[d], t0[d], t, cut=True))
