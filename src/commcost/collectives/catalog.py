@@ -1,0 +1,10 @@
+"""Imports every algorithm module so the registry is complete."""
+
+from commcost.collectives import (  # noqa: F401  (imported for their registrations)
+    allgather,
+    alltoall,
+    mpich_bcast,
+    ompi_bcast,
+    reduce,
+    scatter_gather,
+)

@@ -1,0 +1,139 @@
+"""The data-flow checker: run a schedule on symbolic data and check the collective's postcondition.
+
+Each rank's state is which bytes of the collective's buffer it holds (for
+reduce and allreduce: for each byte, which ranks' contributions its
+partial result contains). Phases run in order; every transmission of a
+phase reads its sender's state as it was when the phase began (a rank
+forwards in phase k only what it held before phase k), and all of a
+phase's receptions are applied at its end. The checks:
+
+* a sender holds every byte it sends (not for reductions, where every
+  rank holds its own contribution from the start);
+* a combining reception adds contributions the receiver does not have yet
+  (a contribution counted twice is an error);
+* at the end, the postcondition of :mod:`.case` holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from commcost.collectives.case import Collective, CollectiveSchedule
+
+REDUCTIONS = (Collective.REDUCE, Collective.ALLREDUCE)
+
+
+class DataflowError(AssertionError):
+    """A schedule that does not implement its collective."""
+
+
+@dataclass(frozen=True)
+class DataflowReport:
+    """What a correct schedule moved: bytes sent in all, and bytes a receiver already held."""
+
+    nbytes_sent: int
+    nbytes_redundant: int
+
+
+def initial_state(cs: CollectiveSchedule) -> np.ndarray:
+    """``held[rank, byte]`` (``held[rank, byte, contributor]`` for reductions) before the first phase."""
+    case = cs.case
+    p, n = case.nprocs, case.nbytes
+    size = case.collective.buffer_nbytes(p, n)
+    c = case.collective
+    if c in REDUCTIONS:
+        held = np.zeros((p, size, p), dtype=bool)
+        for r in range(p):
+            held[r, :, r] = True
+        return held
+    held = np.zeros((p, size), dtype=bool)
+    if c in (Collective.BCAST, Collective.SCATTER):
+        held[case.root] = True
+    elif c in (Collective.GATHER, Collective.ALLGATHER):
+        for r in range(p):
+            held[r, r * n:(r + 1) * n] = True
+    elif c is Collective.ALLTOALL:
+        for i in range(p):
+            held[i, i * p * n:(i + 1) * p * n] = True
+    return held
+
+
+def check_postcondition(cs: CollectiveSchedule, held: np.ndarray) -> None:
+    """Raise DataflowError unless the final state ``held`` is what the collective promises."""
+    case = cs.case
+    p, n, c = case.nprocs, case.nbytes, case.collective
+
+    def need(rank: int, start: int, stop: int, what: str) -> None:
+        missing = np.flatnonzero(~held[rank, start:stop])
+        if missing.size:
+            raise DataflowError(f"{cs.algorithm}, P={p}, root={case.root}, n={n}: rank {rank} lacks byte "
+                                f"{start + int(missing[0])} of {what} ({missing.size} bytes missing)")
+
+    if c in REDUCTIONS:
+        ranks = [case.root] if c is Collective.REDUCE else range(p)
+        for r in ranks:
+            partial = held[r].sum(axis=1)
+            short = np.flatnonzero(partial != p)
+            if short.size:
+                b = int(short[0])
+                absent = np.flatnonzero(~held[r, b])
+                raise DataflowError(f"{cs.algorithm}, P={p}, root={case.root}, n={n}: rank {r}'s byte {b} "
+                                    f"reduces {int(partial[b])} of {p} contributions "
+                                    f"(missing rank {int(absent[0]) if absent.size else '?'})")
+        return
+    if c is Collective.BCAST or c is Collective.ALLGATHER:
+        for r in range(p):
+            need(r, 0, held.shape[1], "the message" if c is Collective.BCAST else "the gathered buffer")
+    elif c is Collective.SCATTER:
+        for r in range(p):
+            need(r, r * n, (r + 1) * n, f"its block {r}")
+    elif c is Collective.GATHER:
+        need(case.root, 0, p * n, "the gathered buffer")
+    elif c is Collective.ALLTOALL:
+        for j in range(p):
+            for i in range(p):
+                need(j, (i * p + j) * n, (i * p + j + 1) * n, f"block ({i}, {j})")
+
+
+def check(cs: CollectiveSchedule) -> DataflowReport:
+    """Run ``cs`` on symbolic data; raise DataflowError at the first violation."""
+    if cs.payload is None:
+        raise ValueError("the schedule was built without payloads; build it with data=True")
+    s = cs.schedule
+    case = cs.case
+    reduction = case.collective in REDUCTIONS
+    held = initial_state(cs)
+    sent = redundant = 0
+    for k, part in enumerate(s.phase_slices()):
+        before = held.copy()
+        for i in range(part.start, part.stop):
+            src, dst = int(s.src[i]), int(s.dst[i])
+            where = f"{cs.algorithm}, P={case.nprocs}, root={case.root}, n={case.nbytes}: phase {k} " \
+                    f"({s.phase_names[k]}), {src} -> {dst}"
+            ranges = cs.payload[i]
+            if sum(b - a for a, b in ranges) != s.nbytes[i]:
+                raise DataflowError(f"{where}: nbytes {s.nbytes[i]:g} differs from the payload {ranges}")
+            for a, b in ranges:
+                sent += b - a
+                if reduction:
+                    incoming = before[src, a:b]
+                    if cs.combine[i]:
+                        twice = incoming & held[dst, a:b]
+                        if twice.any():
+                            byte, who = np.argwhere(twice)[0]
+                            raise DataflowError(f"{where}: byte {a + int(byte)} would count rank {int(who)}'s "
+                                                f"contribution twice")
+                        held[dst, a:b] |= incoming
+                    else:
+                        held[dst, a:b] = incoming
+                    continue
+                lacking = np.flatnonzero(~before[src, a:b])
+                if lacking.size:
+                    raise DataflowError(f"{where}: the sender does not hold byte {a + int(lacking[0])} "
+                                        f"it sends (range [{a}, {b}))")
+                redundant += int(held[dst, a:b].sum())
+                held[dst, a:b] = True
+    check_postcondition(cs, held)
+    return DataflowReport(sent, redundant)

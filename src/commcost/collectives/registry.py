@@ -1,0 +1,107 @@
+"""The algorithm registry, keyed by the library's own names and ids.
+
+An algorithm is registered under its collective, its library (``ompi`` for
+Open MPI's coll/base + coll/tuned, ``mpich``, or ``generic`` for textbook
+algorithms no library names) and the library's own name; Open MPI entries
+also carry the id ``coll_tuned_<collective>_algorithm`` takes. A bare name
+resolves to the Open MPI entry when there is one (Open MPI is commcost's
+embedded MPI), else to the only entry of that name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from commcost.collectives.case import Case, Collective, CollectiveSchedule, Param
+from commcost.collectives.recorder import Recorder
+from commcost.errors import InputError
+
+Builder = Callable[[Recorder, Case, Mapping[str, int]], None]
+LIBRARIES = ("ompi", "mpich", "generic")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A collective algorithm: who runs it, under what name and id, with which tunables."""
+
+    collective: Collective
+    library: str
+    name: str
+    builder: Builder
+    description: str
+    params: tuple[Param, ...] = ()
+    id: int | None = None
+
+    @property
+    def key(self) -> str:
+        """``library.name``, unique within a collective."""
+        return f"{self.library}.{self.name}"
+
+    def resolve_params(self, given: Mapping[str, int] | None = None) -> dict[str, int]:
+        """The library's defaults overridden by ``given``; unknown names or values too small are errors."""
+        values = {p.name: p.default for p in self.params}
+        for name, value in (given or {}).items():
+            spec = next((p for p in self.params if p.name == name), None)
+            if spec is None:
+                known = ", ".join(p.name for p in self.params) or "none"
+                raise InputError(f"{self.key} has no parameter {name!r}; its parameters: {known}", where=name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < spec.minimum:
+                raise InputError(f"{name} must be an integer >= {spec.minimum}, got {value!r}", where=name)
+            values[name] = value
+        return values
+
+
+ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
+
+
+def register(collective: Collective, library: str, name: str, description: str,
+             params: tuple[Param, ...] = (), id: int | None = None) -> Callable[[Builder], Builder]:
+    """Decorator: register ``builder`` as ``library.name`` for ``collective``."""
+    if library not in LIBRARIES:
+        raise ValueError(f"library must be one of {LIBRARIES}")
+
+    def wrap(builder: Builder) -> Builder:
+        algorithm = Algorithm(collective, library, name, builder, description, params, id)
+        if (collective, algorithm.key) in ALGORITHMS:
+            raise ValueError(f"{collective.value} {algorithm.key} is registered twice")
+        ALGORITHMS[(collective, algorithm.key)] = algorithm
+        return builder
+    return wrap
+
+
+def algorithms(collective: Collective | None = None) -> list[Algorithm]:
+    """Registered algorithms (of one collective), Open MPI by id first, then by library and name."""
+    chosen = [a for (c, _), a in ALGORITHMS.items() if collective is None or c is collective]
+    order = {lib: i for i, lib in enumerate(LIBRARIES)}
+    return sorted(chosen, key=lambda a: (a.collective.value, order[a.library], a.id or 0, a.name))
+
+
+def find(collective: Collective, name: str) -> Algorithm:
+    """The algorithm ``name`` (``library.name``, a bare name, or an Open MPI id) of ``collective``."""
+    entries = algorithms(collective)
+    if (collective, name) in ALGORITHMS:
+        return ALGORITHMS[(collective, name)]
+    if name.isdigit():
+        hits = [a for a in entries if a.library == "ompi" and a.id == int(name)]
+    else:
+        hits = [a for a in entries if a.name == name]
+        hits = [a for a in hits if a.library == "ompi"] or hits
+    if len(hits) == 1:
+        return hits[0]
+    known = ", ".join(a.key for a in entries)
+    if hits:
+        raise InputError(f"{name!r} names several {collective.value} algorithms "
+                         f"({', '.join(a.key for a in hits)}); write library.name")
+    raise InputError(f"no {collective.value} algorithm {name!r}; expected one of {known}")
+
+
+def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = None,
+          data: bool = False) -> CollectiveSchedule:
+    """The schedule of ``algorithm`` for ``case``; ``data=True`` keeps payloads for the checker."""
+    if case.collective is not algorithm.collective:
+        raise ValueError(f"{algorithm.key} implements {algorithm.collective.value}, not {case.collective.value}")
+    values = algorithm.resolve_params(params)
+    recorder = Recorder(case, data=data)
+    algorithm.builder(recorder, case, values)
+    return recorder.build(algorithm.key, values)
