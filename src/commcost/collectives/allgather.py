@@ -1,1 +1,198 @@
-"""(being written)"""
+"""Open MPI's MPI_Allgather algorithms (coll/base + coll/tuned) as schedules.
+
+Names and ids are those of ``coll_tuned_allgather_algorithm``
+(coll_tuned_allgather_decision.c); the algorithms are in
+``ompi/mca/coll/base/coll_base_allgather.c``. Rank r starts with block r,
+``[r n, (r+1) n)``. Exchanges (``ompi_coll_base_sendrecv``, or isend/irecv
++ waitall) are phases in which every rank's sends are posted. A zero-byte
+block is no communication: MPI_Allgather returns before calling the
+algorithm (ompi/mpi/c/allgather.c.in).
+
+Not registered: ``linear`` (1) is MPI_Gather then MPI_Bcast through
+whatever modules the communicator selected, not an algorithm of its own;
+``two_proc`` (6) runs only on two ranks (it fails on any other P).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from commcost.collectives.case import Case, Collective, Param
+from commcost.collectives.recorder import Recorder
+from commcost.collectives.registry import register
+from commcost.collectives.scatter_gather import send_block_runs
+from commcost.schedule.schedule import SendMode
+
+
+def _ranks(case: Case) -> np.ndarray:
+    return np.arange(case.nprocs, dtype=np.int64)
+
+
+def _is_power_of_two(p: int) -> bool:
+    return p & (p - 1) == 0
+
+
+def _k_bruck(rec: Recorder, case: Case, radix: int) -> None:
+    """``ompi_coll_base_allgather_intra_k_bruck``: the body, shared with the recursive-doubling fallback.
+
+    Rank r keeps blocks r, r+1, ... (mod P) at the front of its buffer. At
+    distance d = 1, k, k^2, ... it sends its first ``count`` blocks to
+    ``r - d j`` and receives as many from ``r + d j`` for j = 1..k-1 (while
+    ``d j < P``), all posted; ``count`` is d, except in the last round
+    (``d > P // k``), where it is ``min(d, P - d j)``.
+    """
+    p = case.nprocs
+    r = _ranks(case)
+    distance = 1
+    while distance < p:
+        rec.phase(f"distance {distance}", SendMode.POSTED)
+        for j in range(1, radix):
+            if distance * j >= p:
+                break
+            count = distance if distance <= p // radix else min(distance, p - distance * j)
+            send_block_runs(rec, r, (r - distance * j) % p, r, count)
+        distance *= radix
+
+
+@register(Collective.ALLGATHER, "ompi", "bruck-k-fanout",
+          "Bruck's algorithm with radix k: ceil(log_k P) rounds of k-1 posted sends of growing runs of blocks",
+          params=(Param("radix", 2, "k (Open MPI's faninout): 2 when Open MPI's fixed rules pick it; "
+                                    "coll_tuned_allgather_algorithm_tree_fanout (4) when forced", minimum=2),),
+          id=2)
+def bruck_k_fanout(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``ompi_coll_base_allgather_intra_k_bruck`` (coll_base_allgather.c); radix 2 is the classic Bruck.
+
+    The final local rotation of the blocks moves no data between ranks.
+    """
+    if case.nbytes == 0:
+        return
+    _k_bruck(rec, case, params["radix"])
+
+
+@register(Collective.ALLGATHER, "ompi", "recursive_doubling",
+          "log2 P pairwise exchanges with rank ^ 2^i of doubling runs of blocks "
+          "(non-power-of-two P: Open MPI falls back to Bruck, radix 2)", id=3)
+def recursive_doubling(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``ompi_coll_base_allgather_intra_recursivedoubling`` (coll_base_allgather.c).
+
+    At distance d = 1, 2, 4, ... rank r exchanges (sendrecv) with ``r ^ d``
+    the d blocks it holds, those of ``r`` with its low log2(d) bits
+    cleared onward: message sizes double, n, 2n, 4n, ... Open MPI supports
+    only power-of-two P; on any other P it calls its k-Bruck algorithm with
+    radix 2, and so does commcost.
+    """
+    p, n = case.nprocs, case.nbytes
+    if n == 0:
+        return
+    if not _is_power_of_two(p):
+        _k_bruck(rec, case, 2)
+        return
+    r = _ranks(case)
+    distance = 1
+    while distance < p:
+        start = (r & ~(distance - 1)) * n
+        rec.phase(f"distance {distance}", SendMode.POSTED)
+        rec.sends(r, r ^ distance, start, start + distance * n)
+        distance <<= 1
+
+
+def _ring(rec: Recorder, case: Case) -> None:
+    """The ring's P-1 steps: in step i rank r sends block ``r - i`` to ``r + 1``."""
+    p, n = case.nprocs, case.nbytes
+    r = _ranks(case)
+    for i in range(p - 1):
+        block = (r - i) % p
+        rec.phase(f"ring step {i + 1}", SendMode.POSTED)
+        rec.sends(r, (r + 1) % p, block * n, (block + 1) * n)
+
+
+@register(Collective.ALLGATHER, "ompi", "ring",
+          "P-1 steps; in each every rank passes the block it received last to its right neighbour", id=4)
+def ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``ompi_coll_base_allgather_intra_ring`` (coll_base_allgather.c): P-1 phases of P sendrecvs of one block."""
+    if case.nbytes == 0:
+        return
+    _ring(rec, case)
+
+
+@register(Collective.ALLGATHER, "ompi", "neighbor",
+          "neighbor exchange (Chen et al.): P/2 steps alternating between the two neighbours "
+          "(odd P: Open MPI falls back to the ring)", id=5)
+def neighbor_exchange(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``ompi_coll_base_allgather_intra_neighborexchange`` (coll_base_allgather.c).
+
+    Even ranks pair first with ``r + 1``, odd ones with ``r - 1``, and swap
+    their blocks; then for P/2 - 1 steps each rank alternates between its
+    two neighbours, sending the pair of blocks it received in the step
+    before (blocks ``2e, 2e + 1``). Odd P: Open MPI runs the ring, as does
+    commcost.
+    """
+    p, n = case.nprocs, case.nbytes
+    if n == 0:
+        return
+    if p % 2:
+        _ring(rec, case)
+        return
+    r = _ranks(case)
+    even = r % 2 == 0
+    neighbor = (np.where(even, r + 1, r - 1) % p, np.where(even, r - 1, r + 1) % p)
+    offset = (np.where(even, 2, -2), np.where(even, -2, 2))
+    rec.phase("step 0", SendMode.POSTED)
+    rec.sends(r, neighbor[0], r * n, (r + 1) * n)
+    recv_from = [np.where(even, r, neighbor[0]), np.where(even, r, neighbor[0])]
+    send_from = np.where(even, r, recv_from[0])
+    for i in range(1, p // 2):
+        parity = i % 2
+        recv_from[parity] = (recv_from[parity] + offset[parity]) % p
+        rec.phase(f"step {i}", SendMode.POSTED)
+        rec.sends(r, neighbor[parity], send_from * n, (send_from + 2) * n)
+        send_from = recv_from[parity]
+
+
+@register(Collective.ALLGATHER, "ompi", "sparbit",
+          "Sparbit (Loch & Koslovski): ceil(log2 P) steps at halving distances, one message per block",
+          id=7)
+def sparbit(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``ompi_coll_base_allgather_intra_sparbit`` (coll_base_allgather.c).
+
+    At distance d = 2^(ceil(log2 P) - 1), halving to 1, rank r posts one
+    isend per block to ``r + d``: blocks ``r - 2 t d`` for t below the
+    number of blocks it has, less one at the steps where P's bit pattern
+    says the last block would be a duplicate (Open MPI's ``ignore_steps``).
+    """
+    p, n = case.nprocs, case.nbytes
+    if n == 0 or p == 1:
+        return
+    r = _ranks(case)
+    steps = (p - 1).bit_length()  # ceil(log2 P)
+    distance = 1 << (steps - 1)
+    last_ignore = (p & -p).bit_length() - 1  # count of trailing zero bits
+    ignore = (((~(p >> last_ignore)) & 0xFFFFFFFF) | 1) << last_ignore & 0xFFFFFFFF
+    expected = 1
+    for _ in range(steps):
+        exclusion = int((distance & ignore) == distance)
+        rec.phase(f"distance {distance}", SendMode.POSTED)
+        for t in range(expected - exclusion):
+            block = (r - 2 * t * distance) % p
+            rec.sends(r, (r + distance) % p, block * n, (block + 1) * n)
+        distance >>= 1
+        expected = (expected << 1) - exclusion
+
+
+@register(Collective.ALLGATHER, "ompi", "direct-messaging",
+          "every rank posts its block to every other rank at once", id=8)
+def direct_messaging(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``ompi_coll_base_allgather_direct_messaging`` (coll_base_allgather.c): one phase, P (P-1) posted sends.
+
+    Rank r sends to r+1, r+2, ... in that order.
+    """
+    p, n = case.nprocs, case.nbytes
+    if n == 0 or p == 1:
+        return
+    r = _ranks(case)
+    src = np.repeat(r, p - 1)
+    dst = (src + np.tile(np.arange(1, p, dtype=np.int64), p)) % p
+    rec.phase("all to all", SendMode.POSTED)
+    rec.sends(src, dst, src * n, (src + 1) * n)

@@ -65,14 +65,12 @@ class Recorder:
         return self
 
     def sends(self, src: Any, dst: Any, start: Any, stop: Any, combine: bool = False) -> "Recorder":
-        """A batch of transmissions, each carrying the one range ``[start[i], stop[i])``."""
+        """A batch of transmissions, each carrying the one range ``[start[i], stop[i])`` (scalars broadcast)."""
         if not self._names:
             self.phase()
         self._flush()
-        src = np.asarray(src, dtype=np.int64).ravel()
-        dst = np.asarray(dst, dtype=np.int64).ravel()
-        start = np.broadcast_to(np.asarray(start, dtype=np.int64), src.shape)
-        stop = np.broadcast_to(np.asarray(stop, dtype=np.int64), src.shape)
+        src, dst, start, stop = (a.ravel() for a in np.broadcast_arrays(
+            *(np.asarray(x, dtype=np.int64) for x in (src, dst, start, stop))))
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine))
         if self.data:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))

@@ -98,10 +98,16 @@ def find(collective: Collective, name: str) -> Algorithm:
 
 def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = None,
           data: bool = False) -> CollectiveSchedule:
-    """The schedule of ``algorithm`` for ``case``; ``data=True`` keeps payloads for the checker."""
+    """The schedule of ``algorithm`` for ``case``; ``data=True`` keeps payloads for the checker.
+
+    A zero-byte call or a one-rank communicator gives an empty schedule: the
+    MPI bindings return before any algorithm runs.
+    """
     if case.collective is not algorithm.collective:
         raise ValueError(f"{algorithm.key} implements {algorithm.collective.value}, not {case.collective.value}")
     values = algorithm.resolve_params(params)
     recorder = Recorder(case, data=data)
-    algorithm.builder(recorder, case, values)
+    if case.nbytes > 0 and case.nprocs > 1:
+        # MPI returns at once for a zero count or a single rank (Open MPI ompi/mpi/c/bcast.c and siblings)
+        algorithm.builder(recorder, case, values)
     return recorder.build(algorithm.key, values)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from commcost.closedform import ompi_bcast_model
 from commcost.errors import InputError
 from commcost.io.taulop_table import read_taulop_table
 from commcost.io.toml_file import read_toml
@@ -57,20 +58,23 @@ def load_params(path: str | Path) -> ParamSet:
     meta = data.pop("meta", {})
     sections: dict[str, Any] = {}
     for name, body in data.items():
-        if name not in MODELS:
-            raise InputError(f"unknown section [{name}]; expected meta or one of {sorted(MODELS)}",
-                             source=source, where=name)
+        if name not in MODELS and name != ompi_bcast_model.SECTION:
+            raise InputError(f"unknown section [{name}]; expected meta or one of "
+                             f"{sorted([*MODELS, ompi_bcast_model.SECTION])}", source=source, where=name)
         if not isinstance(body, dict):
             raise InputError("expected a table of parameters", source=source, where=name)
         try:
             if name == "taulop":
                 sections[name] = _taulop_section(body, Path(path).parent, source)
+            elif name == ompi_bcast_model.SECTION:
+                sections[name] = ompi_bcast_model.Paper004Params.from_dict(body)
             else:
                 sections[name] = MODELS[name].PARAMS.from_dict(body)
         except InputError as exc:
             if exc.source:
                 raise
-            dotted = f"{name}.{exc.where}" if exc.where else name
+            dotted = exc.where if exc.where and exc.where.startswith(f"{name}.") else (
+                f"{name}.{exc.where}" if exc.where else name)
             line = doc.line_of(tuple(dotted.split(".")))
             where = f"line {line}: {dotted}" if line else dotted
             raise InputError(exc.message, source=source, where=where) from None

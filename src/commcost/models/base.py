@@ -69,9 +69,7 @@ class Cost:
         phase_time = np.zeros(nphases)
         if len(end_s):
             np.maximum.at(phase_time, sched.phase, end_s)
-        per_rank = np.zeros((nphases, sched.nprocs))
-        if len(end_s):
-            np.maximum.at(per_rank, (sched.phase, sched.src), end_s)
+        rank_time = _sum_of_group_max(sched.phase, sched.src, end_s, sched.nprocs)
         names = placed.channel_names()
         nchan = len(names)
         per_channel = np.zeros((nphases, nchan))
@@ -84,11 +82,22 @@ class Cost:
             time_s=float(phase_time.sum()),
             phase_names=sched.phase_names,
             phase_time_s=phase_time,
-            rank_time_s=per_rank.sum(axis=0),
+            rank_time_s=rank_time,
             channel_time_s={names[c]: float(per_channel[:, c].sum()) for c in range(nchan)},
             channel_nbytes={names[c]: float(nbytes[c]) for c in range(nchan)},
             channel_count={names[c]: int(count[c]) for c in range(nchan)},
         )
+
+
+def _sum_of_group_max(phase: np.ndarray, rank: np.ndarray, value: np.ndarray, nranks: int) -> np.ndarray:
+    """For each rank, the sum over phases of its largest value in the phase (no phases x ranks matrix)."""
+    if not len(value):
+        return np.zeros(nranks)
+    order = np.lexsort((value, rank, phase))
+    key_p, key_r = phase[order], rank[order]
+    last = np.ones(len(order), dtype=bool)  # the last of each (phase, rank) group holds its max
+    last[:-1] = (key_p[1:] != key_p[:-1]) | (key_r[1:] != key_r[:-1])
+    return np.bincount(key_r[last], weights=value[order][last], minlength=nranks).astype(np.float64)
 
 
 class Model(abc.ABC):

@@ -73,3 +73,19 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
     elif "law" in explain:
         lines += ["", f"  {explain['law']}"]
     return "\n".join(lines)
+
+
+def render_comparison(header: dict[str, Any], rows: list[tuple[str, int | None, dict, int, int, Cost]]) -> str:
+    """Algorithms side by side: one row per (name, id, params, transmissions, phases, cost), best marked."""
+    best = min((cost.time_s for *_, cost in rows), default=0.0)
+    lines = [f"{header['collective']} of {format_nbytes(header['nbytes'])} on {header['procs']} ranks "
+             f"(root {header['root']}, {header['mapping']}) under {header['model']}", ""]
+    lines.append(f"  {'id':>3}  {'algorithm':<44} {'parameters':<26} {'transm.':>9} {'phases':>7} "
+                 f"{'time':>11} {'vs best':>8}")
+    for name, ident, params, ntx, nphases, cost in rows:
+        text = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+        ratio = cost.time_s / best if best > 0 else 1.0
+        mark = "  <- best" if cost.time_s == best else ""
+        lines.append(f"  {'' if ident is None else ident:>3}  {name:<44} {text:<26} {ntx:>9} {nphases:>7} "
+                     f"{format_seconds(cost.time_s):>11} {ratio:>7.2f}x{mark}")
+    return "\n".join(lines)

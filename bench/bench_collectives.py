@@ -1,0 +1,89 @@
+"""Speed figures for issue 3: pricing collective algorithms for selection, and at a million ranks.
+
+Run: ``python bench/bench_collectives.py [--quick]``. Prints figures; asserts nothing.
+
+* The selection grid: the 9 Open MPI bcast algorithms x 21 message sizes
+  (1 B .. 1 MiB) x 11 process counts (2 .. 2048, 32 ranks per node,
+  sequential mapping) = 2,079 cases under tau-Lop (the tables of
+  examples/params), each built as a schedule and priced by the exact engine.
+* One binomial and one knomial broadcast of 64 KiB at P = 1,000,000
+  (31,250 nodes of 32): build time and pricing time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from commcost.collectives import Case, Collective, algorithms, build, find
+from commcost.io.params_file import load_params
+from commcost.models import PlacedSchedule
+from commcost.models.taulop.model import TauLop
+from commcost.platform import Channel, Mapping, Node, NodeType, Platform
+
+ROOT = Path(__file__).resolve().parent.parent
+PPN = 32
+
+
+def cluster(nnodes: int) -> Platform:
+    kind = NodeType("node32", PPN)
+    return Platform("bench", (kind,), tuple(Node(f"n{i}", kind) for i in range(nnodes)),
+                    (Channel("shm", 0, "node", ("shm", "shm")), Channel("ib", 1, "world", ("ib",))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="P up to 256 only")
+    args = parser.parse_args()
+    model = TauLop(load_params(ROOT / "examples" / "params" / "illustrative.toml").for_model("taulop"))
+    print(f"machine: {os.cpu_count()} cores")
+    bcasts = [a for a in algorithms(Collective.BCAST) if a.library == "ompi"]
+    sizes = [1 << k for k in range(21)]
+    procs = [1 << k for k in range(1, 9 if args.quick else 12)]
+    platform = cluster(max(procs) // PPN + 1)
+    mappings = {p: Mapping.sequential(platform, p, PPN) for p in procs}
+    t_build = t_price = 0.0
+    cases = 0
+    best: dict[tuple[int, int], tuple[float, str]] = {}
+    for p in procs:
+        for m in sizes:
+            for algorithm in bcasts:
+                t0 = time.perf_counter()
+                schedule = build(algorithm, Case(Collective.BCAST, p, m)).schedule
+                t1 = time.perf_counter()
+                cost = model.price(PlacedSchedule.of(schedule, platform, mappings[p])).time_s
+                t2 = time.perf_counter()
+                t_build += t1 - t0
+                t_price += t2 - t1
+                cases += 1
+                if (p, m) not in best or cost < best[(p, m)][0]:
+                    best[(p, m)] = (cost, algorithm.name)
+    total = t_build + t_price
+    print(f"selection grid, schedule + exact engine: {cases:,} cases ({len(bcasts)} algorithms x {len(sizes)} sizes "
+          f"x {len(procs)} process counts) in {total:.2f} s = {total / cases * 1e3:.2f} ms/case "
+          f"(build {t_build:.2f} s, price {t_price:.2f} s)")
+    winners = sorted({name for _, name in best.values()})
+    print(f"  algorithms that win somewhere: {', '.join(winners)}")
+
+    big = 1_000_000
+    platform = cluster(big // PPN)
+    t0 = time.perf_counter()
+    mapping = Mapping.sequential(platform, big, PPN)
+    t_map = time.perf_counter() - t0
+    print(f"P = {big:,} ({big // PPN:,} nodes of {PPN}; platform + mapping {t_map:.2f} s):")
+    for name in ("binomial", "knomial"):
+        algorithm = find(Collective.BCAST, name)
+        t0 = time.perf_counter()
+        schedule = build(algorithm, Case(Collective.BCAST, big, 64 * 1024)).schedule
+        t1 = time.perf_counter()
+        cost = model.price(PlacedSchedule.of(schedule, platform, mapping))
+        t2 = time.perf_counter()
+        print(f"  {algorithm.key:<16} {schedule.ntransmissions:>9,} transmissions, {schedule.nphases:>3} phases: "
+              f"build {t1 - t0:.3f} s, price {t2 - t1:.3f} s, total {t2 - t0:.3f} s; "
+              f"predicted {cost.time_s * 1e3:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

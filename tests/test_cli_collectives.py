@@ -1,0 +1,76 @@
+"""``commcost algorithms`` and ``commcost predict --collective``: the registry from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from commcost.cli.main import main
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+BASE = ["predict", "--collective", "bcast", "--platform", str(EX / "cluster" / "platform.toml"),
+        "--params", str(EX / "params" / "illustrative.toml"), "--model", "taulop"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_algorithms_lists_open_mpi_bcast_ids_and_parameters(capsys):
+    code, out, _ = run(capsys, "algorithms", "--collective", "bcast")
+    assert code == 0
+    for ident, name in enumerate(["basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
+                                  "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"], 1):
+        line = next(line for line in out.splitlines() if f"ompi.{name} " in line)
+        assert f" {ident} " in line
+    assert "radix=" in out and "segsize=" in out and "mpich.binomial" in out
+
+
+def test_algorithms_without_a_filter_lists_every_collective(capsys):
+    code, out, _ = run(capsys, "algorithms")
+    assert code == 0
+    for collective in ("bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall"):
+        assert f"{collective}:" in out
+
+
+def test_one_algorithm_priced(capsys):
+    code, out, _ = run(capsys, *BASE, "--algorithm", "knomial", "--procs", "1024", "--ppn", "32",
+                       "--nbytes", "64KiB", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["algorithm"] == "ompi.knomial" and doc["procs"] == 1024 and doc["nbytes"] == 65536
+    assert doc["transmissions"] == 1023 and doc["time_s"] > 0
+
+
+def test_all_algorithms_give_a_row_per_open_mpi_id(capsys):
+    code, out, _ = run(capsys, *BASE, "--all-algorithms", "--procs", "256", "--ppn", "32", "--nbytes", "1MiB")
+    assert code == 0
+    rows = [line.split() for line in out.splitlines() if "ompi." in line]
+    assert sorted(int(r[0]) for r in rows) == list(range(1, 10))
+    assert "<- best" in out
+    code, out, _ = run(capsys, *BASE, "--all-algorithms", "--procs", "100", "--nbytes", "4KiB",
+                       "--param", "segsize=1KiB", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    ids = sorted(r["id"] for r in doc["results"] if r["library"] == "ompi")
+    assert ids == list(range(1, 10))
+    assert all(r["time_s"] > 0 for r in doc["results"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--algorithm", "knomial", "--procs", "8", "--nbytes", "lots"], "--nbytes: expected a size"),
+    (["--algorithm", "nosuch", "--procs", "8", "--nbytes", "1KiB"], "no bcast algorithm 'nosuch'"),
+    (["--algorithm", "knomial", "--procs", "8", "--nbytes", "1KiB", "--param", "radix=1"], "radix must be"),
+    (["--algorithm", "knomial", "--procs", "8", "--nbytes", "1KiB", "--param", "fanout=2"], "has no parameter"),
+    (["--algorithm", "knomial", "--nbytes", "1KiB"], "--collective needs --procs"),
+    (["--algorithm", "knomial", "--procs", "8", "--nbytes", "1KiB", "--root", "9"], "root must be a rank"),
+    (["--procs", "8", "--nbytes", "1KiB"], "needs --algorithm NAME or --all-algorithms"),
+])
+def test_bad_collective_options_are_one_line(capsys, argv, message):
+    code, out, err = run(capsys, *BASE, *argv)
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert message in err
