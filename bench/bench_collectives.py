@@ -4,7 +4,7 @@ Run: ``python bench/bench_collectives.py [--quick]``. Prints figures; asserts no
 
 * The selection grid: the 9 Open MPI bcast algorithms x 21 message sizes
   (1 B .. 1 MiB) x 11 process counts (2 .. 2048, 32 ranks per node,
-  sequential mapping) = 2,079 cases under tau-Lop (the tables of
+  sequential mapping, contention per node) = 2,079 cases under tau-Lop (the tables of
   examples/params), each built as a schedule and priced by the exact engine.
 * One binomial and one knomial broadcast of 64 KiB at P = 1,000,000
   (31,250 nodes of 32): build time and pricing time.
@@ -21,7 +21,7 @@ from commcost.collectives import Case, Collective, algorithms, build, find
 from commcost.io.params_file import load_params
 from commcost.models import PlacedSchedule
 from commcost.models.taulop.model import TauLop
-from commcost.platform import Channel, Mapping, Node, NodeType, Platform
+from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
 
 ROOT = Path(__file__).resolve().parent.parent
 PPN = 32
@@ -30,7 +30,8 @@ PPN = 32
 def cluster(nnodes: int) -> Platform:
     kind = NodeType("node32", PPN)
     return Platform("bench", (kind,), tuple(Node(f"n{i}", kind) for i in range(nnodes)),
-                    (Channel("shm", 0, "node", ("shm", "shm")), Channel("ib", 1, "world", ("ib",))))
+                    (Channel("shm", 0, "node", ("shm", "shm"), ContentionScope.NODE),
+                     Channel("ib", 1, "world", ("ib",), ContentionScope.NODE)))
 
 
 def main() -> None:

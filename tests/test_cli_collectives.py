@@ -74,3 +74,18 @@ def test_bad_collective_options_are_one_line(capsys, argv, message):
     code, out, err = run(capsys, *BASE, *argv)
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert message in err
+
+
+def test_paper004_model_prices_the_algorithms_it_covers(capsys):
+    argv = [a if a != "taulop" else "ompi_bcast_model" for a in BASE]
+    code, out, _ = run(capsys, *argv, "--all-algorithms", "--procs", "64", "--ppn", "16", "--nbytes", "1MiB",
+                       "--param", "segsize=8KiB", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert sorted(r["id"] for r in doc["results"]) == [1, 2, 3, 4, 5, 6]
+    assert all(r["time_s"] > 0 and r["equation"].startswith("paper 004 eq.") for r in doc["results"])
+    code, out, err = run(capsys, *argv, "--algorithm", "knomial", "--procs", "64", "--nbytes", "1MiB")
+    assert code == 2 and "paper 004 has no model of ompi.knomial" in err
+    code, out, err = run(capsys, *[a if a != "bcast" else "scatter" for a in argv], "--algorithm", "binomial",
+                         "--procs", "64", "--nbytes", "1MiB")
+    assert code == 2 and "expected --collective bcast" in err
