@@ -6,23 +6,13 @@ import numpy as np
 import pytest
 
 from commcost.collectives import Case, Collective, build, find
-from commcost.collectives.dataflow import check
 from commcost.collectives.mpich_bcast import pipeline_chunks, tree_edges
 from commcost.errors import InputError
+from collective_helpers import phases, run
 
 
 def bcast(name: str, nprocs: int, nbytes: int, root: int = 0, **params: int):
-    cs = build(find(Collective.BCAST, f"mpich.{name}"), Case(Collective.BCAST, nprocs, nbytes, root), params,
-               data=True)
-    check(cs)
-    return cs
-
-
-def phases(cs) -> list[list[tuple[int, int, tuple]]]:
-    """``[[(src, dst, payload), ...] per phase]``."""
-    s = cs.schedule
-    return [[(int(s.src[i]), int(s.dst[i]), cs.payload[i]) for i in range(sl.start, sl.stop)]
-            for sl in s.phase_slices()]
+    return run(Collective.BCAST, f"mpich.{name}", nprocs, nbytes, root, **params)
 
 
 def edges(cs) -> list[list[tuple[int, int]]]:

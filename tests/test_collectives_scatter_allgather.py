@@ -6,20 +6,7 @@ import numpy as np
 import pytest
 
 from commcost.collectives import Case, Collective, algorithms, build, find
-from commcost.collectives.dataflow import check
-
-
-def run(collective: Collective, name: str, nprocs: int, nbytes: int, root: int = 0, **params: int):
-    cs = build(find(collective, name), Case(collective, nprocs, nbytes, root), params, data=True)
-    check(cs)
-    return cs
-
-
-def phases(cs) -> list[list[tuple[int, int, tuple]]]:
-    """``[[(src, dst, payload), ...] per phase]``."""
-    s = cs.schedule
-    return [[(int(s.src[i]), int(s.dst[i]), cs.payload[i]) for i in range(sl.start, sl.stop)]
-            for sl in s.phase_slices()]
+from collective_helpers import phases, run
 
 
 def sizes(cs) -> list[list[float]]:

@@ -74,6 +74,13 @@ from commcost.schedule.schedule import SendMode
 SEGSIZE = Param("segsize", 0, "segment size in bytes (coll_tuned_bcast_algorithm_segmentsize); 0: no segmentation")
 CHAIN_FANOUT = Param("fanout", 4, "number of chains the root feeds (coll_tuned_bcast_algorithm_chain_fanout; "
                                   f"more than {MAXTREEFANOUT} acts as {MAXTREEFANOUT})", minimum=1)
+
+
+def _unsegmented(params: Mapping[str, int]) -> bool:
+    """A tree without segments sends the whole message down every edge: its schedule scales with n."""
+    return params.get("segsize", 0) <= 0
+
+
 RADIX = Param("radix", 4, "k-nomial tree radix (coll_tuned_bcast_algorithm_knomial_radix)", minimum=2)
 
 
@@ -132,35 +139,35 @@ def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
 
 
 @register(Collective.BCAST, "ompi", "chain", "root feeds `fanout` pipelined chains (build_chain)",
-          params=(SEGSIZE, CHAIN_FANOUT), id=2)
+          params=(SEGSIZE, CHAIN_FANOUT), id=2, scales=_unsegmented)
 def chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_chain``: the generic pipeline over ``build_chain(fanout)``."""
     _generic(rec, case, build_chain(params["fanout"], case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "pipeline", "one pipelined chain through all ranks (build_chain, fanout 1)",
-          params=(SEGSIZE,), id=3)
+          params=(SEGSIZE,), id=3, scales=_unsegmented)
 def pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_pipeline``: the generic pipeline over ``build_chain(1)``."""
     _generic(rec, case, build_chain(1, case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "binary_tree", "pipelined binary tree (build_tree, fanout 2)",
-          params=(SEGSIZE,), id=5)
+          params=(SEGSIZE,), id=5, scales=_unsegmented)
 def binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_bintree``: the generic pipeline over ``build_tree(2)``."""
     _generic(rec, case, build_tree(2, case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "binomial", "pipelined binomial tree (build_bmtree)",
-          params=(SEGSIZE,), id=6)
+          params=(SEGSIZE,), id=6, scales=_unsegmented)
 def binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_binomial``: the generic pipeline over ``build_bmtree``."""
     _generic(rec, case, build_bmtree(case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "knomial", "pipelined k-nomial tree of radix `radix` (build_kmtree)",
-          params=(SEGSIZE, RADIX), id=7)
+          params=(SEGSIZE, RADIX), id=7, scales=_unsegmented)
 def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_knomial``: the generic pipeline over ``build_kmtree(radix)``."""
     _generic(rec, case, build_kmtree(params["radix"], case.nprocs), params["segsize"])
@@ -169,7 +176,7 @@ def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 # ----------------------------------------------------------------------------------------- basic linear
 
 @register(Collective.BCAST, "ompi", "basic_linear", "root isends the message to every rank at once",
-          id=1)
+          id=1, scales=lambda params: True)
 def basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_basic_linear``: root isends to ranks 0..P-1 (not itself) in order, then waits."""
     if _runs(case):
@@ -271,6 +278,20 @@ def _block(n: int, block: int, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start, np.minimum((b + 1) * block, n)
 
 
+def _scatter_or_linear(rec: Recorder, case: Case) -> tuple[int, int, int, np.ndarray] | None:
+    """The first half of ids 8 and 9: basic_linear when n < P (and None), else the binomial scatter of
+    ``ceil(n/P)``-byte blocks, returning (P, n, block size, virtual ranks) for the allgather that follows."""
+    if not _runs(case):
+        return None
+    p, n = case.nprocs, case.nbytes
+    if n < p:
+        _linear(rec, case)
+        return None
+    sc = -(-n // p)
+    _scatter(rec, case, sc)
+    return p, n, sc, np.arange(p, dtype=np.int64)
+
+
 @register(Collective.BCAST, "ompi", "scatter_allgather",
           "binomial scatter, then recursive-doubling allgather (linear when n < P)", id=8)
 def scatter_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
@@ -285,15 +306,10 @@ def scatter_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     pass it on by recursive halving (masks m/2, ..., 1) to those of their
     group that had no partner, each step a phase.
     """
-    if not _runs(case):
+    scattered = _scatter_or_linear(rec, case)
+    if scattered is None:
         return
-    p, n = case.nprocs, case.nbytes
-    if n < p:
-        _linear(rec, case)
-        return
-    sc = -(-n // p)
-    _scatter(rec, case, sc)
-    v = np.arange(p, dtype=np.int64)
+    p, n, sc, v = scattered
     curr = np.minimum(sc, np.maximum(n - v * sc, 0))
     recv = np.where(v == 0, 0, n - v * sc)  # the C variable recv_count, stale values included
     mask = 1
@@ -351,15 +367,10 @@ def scatter_allgather_ring(rec: Recorder, case: Case, params: Mapping[str, int])
     to ``v + 1`` (sendrecv; an empty block past the end still goes, as a
     zero-byte message).
     """
-    if not _runs(case):
+    scattered = _scatter_or_linear(rec, case)
+    if scattered is None:
         return
-    p, n = case.nprocs, case.nbytes
-    if n < p:
-        _linear(rec, case)
-        return
-    sc = -(-n // p)
-    _scatter(rec, case, sc)
-    v = np.arange(p, dtype=np.int64)
+    p, n, sc, v = scattered
     src, dst = to_ranks(v, case.root, p), to_ranks(v + 1, case.root, p)
     for i in range(1, p):
         start, stop = _block(n, sc, (v - i + 1) % p)

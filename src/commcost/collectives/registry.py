@@ -11,7 +11,7 @@ embedded MPI), else to the only entry of that name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from commcost.collectives.case import Case, Collective, CollectiveSchedule, Param
 from commcost.collectives.recorder import Recorder
@@ -32,6 +32,16 @@ class Algorithm:
     description: str
     params: tuple[Param, ...] = ()
     id: int | None = None
+    scales: Callable[[Mapping[str, int]], bool] | None = None
+
+    def scales_with_size(self, params: Mapping[str, int]) -> bool:
+        """Whether, with these parameters, the schedule for n bytes is the 1-byte schedule with sizes times n.
+
+        True for unsegmented trees and linear algorithms: same transmissions,
+        every one carrying the whole message. Lets a size sweep build once
+        (tested against building at every size).
+        """
+        return self.scales is not None and self.scales(params)
 
     @property
     def key(self) -> str:
@@ -56,13 +66,18 @@ ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
 
 
 def register(collective: Collective, library: str, name: str, description: str,
-             params: tuple[Param, ...] = (), id: int | None = None) -> Callable[[Builder], Builder]:
-    """Decorator: register ``builder`` as ``library.name`` for ``collective``."""
+             params: tuple[Param, ...] = (), id: int | None = None,
+             scales: Callable[[Mapping[str, int]], bool] | None = None) -> Callable[[Builder], Builder]:
+    """Decorator: register ``builder`` as ``library.name`` for ``collective``.
+
+    ``scales(params)`` says when the schedule scales with the message size
+    (see :meth:`Algorithm.scales_with_size`).
+    """
     if library not in LIBRARIES:
         raise ValueError(f"library must be one of {LIBRARIES}")
 
     def wrap(builder: Builder) -> Builder:
-        algorithm = Algorithm(collective, library, name, builder, description, params, id)
+        algorithm = Algorithm(collective, library, name, builder, description, params, id, scales)
         if (collective, algorithm.key) in ALGORITHMS:
             raise ValueError(f"{collective.value} {algorithm.key} is registered twice")
         ALGORITHMS[(collective, algorithm.key)] = algorithm

@@ -72,39 +72,63 @@ def simulate_phase(
 
 def _staircase(jobs: PhaseJobs, laws: list[TransmissionLaw], trace: bool) -> PhaseResult:
     """All jobs start at once: per domain, sort by size and sum the A2 staircase, vectorized."""
-    order = np.lexsort((jobs.nbytes, jobs.domain))
-    dom = jobs.domain[order]
-    size = jobs.nbytes[order]
-    chan = jobs.channel[order]
+    job_end, steps = staircase(jobs.domain, jobs.channel, jobs.nbytes, laws)
+    pieces = []
+    if trace:
+        dom, chan, tau, delta, start, end, charged = steps
+        for i in np.flatnonzero(charged):
+            pieces.append(Piece(int(dom[i]), int(chan[i]), int(tau[i]), float(delta[i]),
+                                float(start[i]), float(end[i])))
+    return PhaseResult(job_end, pieces)
+
+
+def staircase(group: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, laws: list[TransmissionLaw],
+              scale: np.ndarray | None = None):
+    """End times of jobs that all start at once, A2 within each ``group`` (a contention domain).
+
+    Sorted by size inside a group, job k (of n) ends after the pieces
+    tau||T(m_i - m_{i-1}) for i <= k with tau = n - i + 1: the paper's
+    staircase T(m1)||...||T(mn) = n||T(m1) + (n-1)||T(m2 - m1) + ...
+    (paper 000 eq. 5-7, exact when all start together). With ``scale``
+    (K factors) the same jobs are priced with every size multiplied by each
+    factor, returning a (K, n) array: sorting does not change with a positive
+    factor, so one sort serves all.
+    """
+    order = np.lexsort((nbytes, group))
+    dom = group[order]
+    size = nbytes[order]
+    chan = channel[order]
     n = len(order)
     group_start = np.ones(n, dtype=bool)
     group_start[1:] = dom[1:] != dom[:-1]
     start_idx = np.flatnonzero(group_start)
-    group = np.cumsum(group_start) - 1
+    gid = np.cumsum(group_start) - 1
     group_size = np.diff(np.append(start_idx, n))
-    k = np.arange(n) - start_idx[group]
-    tau = group_size[group] - k
+    k = np.arange(n) - start_idx[gid]
+    tau = group_size[gid] - k
     prev = np.empty(n)
-    prev[0] = 0.0
+    if n:
+        prev[0] = 0.0
     prev[1:] = size[:-1]
     prev[group_start] = 0.0
     delta = size - prev
     charged = group_start | (delta > 0)
-    cost = np.zeros(n)
+    factors = np.ones(1) if scale is None else np.asarray(scale, dtype=np.float64)
+    cost = np.zeros((len(factors), n))
     for c in np.unique(chan[charged]):
         sel = charged & (chan == c)
-        cost[sel] = laws[c].times(delta[sel], tau[sel])
-    cum = np.cumsum(cost)
-    base = cum[start_idx] - cost[start_idx]
-    end_sorted = cum - base[group]
-    job_end = np.empty(n)
-    job_end[order] = end_sorted
-    pieces = []
-    if trace:
-        for i in np.flatnonzero(charged):
-            pieces.append(Piece(int(dom[i]), int(chan[i]), int(tau[i]), float(delta[i]),
-                                float(end_sorted[i] - cost[i]), float(end_sorted[i])))
-    return PhaseResult(job_end, pieces)
+        d = delta[sel][None, :] * factors[:, None]
+        cost[:, sel] = laws[c].times(d, np.broadcast_to(tau[sel], d.shape)).reshape(d.shape)
+    cum = np.cumsum(cost, axis=1)
+    base = cum[:, start_idx] - cost[:, start_idx]
+    end_sorted = cum - base[:, gid]
+    job_end = np.empty((len(factors), n))
+    job_end[:, order] = end_sorted
+    if scale is None:
+        job_end = job_end[0]
+        steps = (dom, chan, tau, delta, end_sorted[0] - cost[0], end_sorted[0], charged)
+        return job_end, steps
+    return job_end, None
 
 
 def _events(jobs: PhaseJobs, laws: list[TransmissionLaw], trace: bool) -> PhaseResult:

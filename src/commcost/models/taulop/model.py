@@ -8,7 +8,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
-from commcost.models.taulop.engine import simulate_phase
+from commcost.models.taulop.engine import simulate_phase, staircase
 from commcost.models.taulop.jobs import build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
 
@@ -41,13 +41,50 @@ class TauLop(Model):
             yield sl, build_jobs(s.src[sl], placed.channel[sl], placed.domain[sl], s.nbytes[sl],
                                  s.posted[sl], merge_a1=self.merge_a1)
 
+    def _whole_schedule_jobs(self, placed: PlacedSchedule):
+        """All phases' jobs at once, keyed by (phase, rank); None when some job waits for another."""
+        s = placed.schedule
+        key = s.phase * s.nprocs + s.src  # A1 and chains are per (phase, rank)
+        jobs = build_jobs(key, placed.channel, placed.domain, s.nbytes, s.posted, merge_a1=self.merge_a1)
+        if not jobs.all_start_together:
+            return None, None
+        phase_of_job = jobs.src // s.nprocs
+        group = phase_of_job * (int(placed.domain.max(initial=0)) + 1) + jobs.domain
+        return jobs, group
+
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         laws = channel_laws(self.params, placed)
+        if self.fast:  # one vectorized staircase over every phase when no job waits for another
+            jobs, group = self._whole_schedule_jobs(placed)
+            if jobs is not None:
+                job_end, _ = staircase(group, jobs.channel, jobs.nbytes, laws)
+                return job_end[jobs.job_of_transmission]
         end = np.zeros(placed.schedule.ntransmissions)
         for sl, jobs in self._phase_jobs(placed):
             result = simulate_phase(jobs, laws, fast=self.fast)
             end[sl] = result.job_end_s[jobs.job_of_transmission]
         return end
+
+    def price_scaled(self, placed: PlacedSchedule, factors: np.ndarray) -> np.ndarray:
+        """Total time of the schedule with every size multiplied by each factor (> 0), in one pass.
+
+        For message-size sweeps of schedules whose sizes all scale with the
+        message (unsegmented trees): equal to pricing each scaled schedule,
+        but one sort and one law evaluation per piece serve every factor.
+        """
+        factors = np.asarray(factors, dtype=np.float64)
+        laws = channel_laws(self.params, placed)
+        s = placed.schedule
+        jobs, group = self._whole_schedule_jobs(placed) if self.fast else (None, None)
+        if jobs is None:
+            return np.array([self.price(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
+                                                       placed.channel, placed.domain)).time_s for f in factors])
+        job_end, _ = staircase(group, jobs.channel, jobs.nbytes, laws, scale=factors)
+        phase_of_job = jobs.src // s.nprocs
+        phase_time = np.zeros((len(factors), s.nphases))
+        for k in range(len(factors)):
+            np.maximum.at(phase_time[k], phase_of_job, job_end[k])
+        return phase_time.sum(axis=1)
 
     def formula(self, placed: PlacedSchedule) -> tuple[algebra.Sum, list[algebra.Sum]]:
         """The paper's cost expression: the whole schedule (A1-merged) and each phase."""

@@ -1,0 +1,1 @@
+"""Decisions built on costs: which algorithm is fastest for each process count and message size."""
