@@ -1,0 +1,60 @@
+"""``commcost import osu|imb FILES... -o measurements.csv``: benchmark outputs into the measurements store.
+
+Every file is read and checked before anything is written, so a bad file
+leaves the store as it was (one line on stderr, exit 2). Points already in
+the store (same key) are skipped, so importing the same files twice adds
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from commcost.cli.main import command
+
+
+def _common(p: argparse.ArgumentParser, with_nprocs: bool) -> None:
+    p.add_argument("files", nargs="+", type=Path, metavar="FILES", help="benchmark output files")
+    p.add_argument("-o", "--output", required=True, type=Path, help="measurements CSV to append to")
+    p.add_argument("--collective", help="collective the files measure (checked against the file)")
+    p.add_argument("--algorithm", help="algorithm the MPI used (e.g. an Open MPI id such as 7, or a name)")
+    if with_nprocs:
+        p.add_argument("--nprocs", type=int, help="number of ranks (default 2 for point-to-point tests)")
+    p.add_argument("--ppn", type=int, help="ranks per node")
+    p.add_argument("--nnodes", type=int, help="nodes (default: ceil(nprocs / ppn) when --ppn is given)")
+    p.add_argument("--channel", help="channel measured, e.g. shm or net (default for 2 ranks: from the nodes)")
+    p.add_argument("--mpi", help="MPI library and version, e.g. 'Open MPI 5.0.3'")
+    p.add_argument("--host", help="machine or cluster name")
+    p.add_argument("--run", type=int, help="run index, when the same points were measured in several runs")
+    p.add_argument("--name-pattern", metavar="PATTERN",
+                   help="take fields from file names, e.g. '{algorithm}_{nprocs}ranks_run{run}.out'; fields: "
+                        "{algorithm} {collective} {channel} {mpi} {host} {nprocs} {ppn} {nnodes} {run}; * = anything")
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="import_format", metavar="FORMAT", required=True, parser_class=type(p))
+    _common(sub.add_parser("osu", help="OSU micro-benchmark outputs (osu_latency, osu_bw, osu_bcast, ...)"), True)
+    _common(sub.add_parser("imb", help="IMB-MPI1 outputs (PingPong, Bcast, Allreduce, ...)"), False)
+
+
+@command("import", "append OSU or IMB-MPI1 benchmark outputs to a measurements CSV", _configure)
+def _import(args: argparse.Namespace) -> int:
+    from commcost.io.imb_import import read_imb
+    from commcost.io.measurements import MeasurementStore
+    from commcost.io.osu_import import RunContext, compile_name_pattern, read_osu
+
+    context = RunContext(collective=args.collective, algorithm=args.algorithm,
+                         nprocs=getattr(args, "nprocs", None), ppn=args.ppn, nnodes=args.nnodes,
+                         channel=args.channel, mpi=args.mpi, host=args.host, run=args.run)
+    if args.name_pattern:
+        compile_name_pattern(args.name_pattern)  # a bad pattern is reported before any file
+    read = read_osu if args.import_format == "osu" else read_imb
+    rows = []
+    for path in args.files:
+        rows.extend(read(path, context, args.name_pattern))
+    store = MeasurementStore(args.output)
+    written, skipped = store.extend(rows)
+    print(f"{written} points from {len(args.files)} file(s) appended to {args.output}"
+          + (f"; {skipped} already there, skipped" if skipped else ""))
+    return 0

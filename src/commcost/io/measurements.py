@@ -1,0 +1,353 @@
+"""The measurements store: one tidy CSV row per measured (or imported) point.
+
+Columns, in this order (docs/file-formats.md, "Measurements (CSV)")::
+
+    benchmark, collective, algorithm, nprocs, nnodes, ppn, channel, nbytes,
+    segsize, tau, run, reps, time_s_mean, time_s_median, time_s_min,
+    time_s_max, time_s_std, ci95_rel, converged, mpi, host, timestamp, source
+
+An empty cell is "unknown / not applicable". A point is identified by its
+:data:`KEY_COLUMNS`; the store never writes two rows with the same key, so a
+run that re-measures only the points it does not have yet resumes where it
+stopped.
+
+Crash safety: :class:`MeasurementStore` appends each row with a single
+``write`` of one complete line, then flushes and ``fsync``s, so a process
+killed with ``kill -9`` loses no finished row. Every row ends with a newline;
+a last line without one is an unfinished write: the store truncates it when
+it opens the file, and :func:`read_measurements` ignores it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+import numpy as np
+
+from commcost.errors import InputError
+
+COLUMNS = (
+    "benchmark", "collective", "algorithm", "nprocs", "nnodes", "ppn", "channel", "nbytes",
+    "segsize", "tau", "run", "reps", "time_s_mean", "time_s_median", "time_s_min",
+    "time_s_max", "time_s_std", "ci95_rel", "converged", "mpi", "host", "timestamp", "source",
+)
+KEY_COLUMNS = (
+    "benchmark", "collective", "algorithm", "nprocs", "nnodes", "ppn", "channel", "nbytes",
+    "segsize", "tau", "run", "mpi",
+)
+REQUIRED = ("benchmark", "nprocs", "nbytes", "time_s_mean")
+
+_STRINGS = ("benchmark", "collective", "algorithm", "channel", "mpi", "host", "timestamp", "source")
+# integer columns and their minimum; those not in REQUIRED may be empty (None)
+_INTEGERS = {"nprocs": 1, "nnodes": 1, "ppn": 1, "nbytes": 0, "segsize": 0, "tau": 1, "run": 0, "reps": 0}
+_FLOATS = ("time_s_mean", "time_s_median", "time_s_min", "time_s_max", "time_s_std", "ci95_rel")
+
+
+class MeasurementKey(NamedTuple):
+    """The columns that identify a point (:data:`KEY_COLUMNS`)."""
+
+    benchmark: str
+    collective: str
+    algorithm: str
+    nprocs: int
+    nnodes: int | None
+    ppn: int | None
+    channel: str
+    nbytes: int
+    segsize: int | None
+    tau: int | None
+    run: int
+    mpi: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of the store: a point and its timing statistics, times in seconds."""
+
+    benchmark: str
+    nprocs: int
+    nbytes: int
+    time_s_mean: float
+    collective: str = ""
+    algorithm: str = ""
+    nnodes: int | None = None
+    ppn: int | None = None
+    channel: str = ""
+    segsize: int | None = None
+    tau: int | None = None
+    run: int = 0
+    reps: int | None = None
+    time_s_median: float | None = None
+    time_s_min: float | None = None
+    time_s_max: float | None = None
+    time_s_std: float | None = None
+    ci95_rel: float | None = None
+    converged: bool | None = None
+    mpi: str = ""
+    host: str = ""
+    timestamp: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        check_measurement(self)
+
+    @property
+    def key(self) -> MeasurementKey:
+        """The point this row measures."""
+        return MeasurementKey(*(getattr(self, name) for name in KEY_COLUMNS))
+
+    def to_row(self) -> list[str]:
+        """The CSV cells, in :data:`COLUMNS` order."""
+        return [_cell(getattr(self, name)) for name in COLUMNS]
+
+
+assert {f.name for f in fields(Measurement)} == set(COLUMNS)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def check_measurement(m: Measurement) -> None:
+    """Raise :class:`InputError` (where = the column) unless every field has its type and range."""
+    for name in _STRINGS:
+        value = getattr(m, name)
+        if not isinstance(value, str) or "\n" in value or "\r" in value:
+            raise InputError(f"expected a one-line string, got {value!r}", where=name)
+    if not m.benchmark:
+        raise InputError("expected a benchmark name, got an empty one", where="benchmark")
+    for name, minimum in _INTEGERS.items():
+        value = getattr(m, name)
+        if value is None and name not in REQUIRED and name != "run":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise InputError(f"expected an integer >= {minimum}, got {value!r}", where=name)
+    for name in _FLOATS:
+        value = getattr(m, name)
+        if value is None and name not in REQUIRED:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise InputError(f"expected a finite number >= 0, got {value!r}", where=name)
+    if m.converged is not None and not isinstance(m.converged, bool):
+        raise InputError(f"expected true/false, got {m.converged!r}", where="converged")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _parse_cell(name: str, text: str):
+    text = text.strip()
+    if name in _STRINGS:
+        return text
+    if text == "":
+        if name in REQUIRED:
+            raise InputError("expected a value, got an empty cell", where=name)
+        return 0 if name == "run" else None
+    if name in _INTEGERS:
+        minimum = _INTEGERS[name]
+        try:
+            value = int(text)
+        except ValueError:
+            raise InputError(f"expected an integer >= {minimum}, got {text!r}", where=name) from None
+        if value < minimum:
+            raise InputError(f"expected an integer >= {minimum}, got {text!r}", where=name)
+        return value
+    if name == "converged":
+        if text.lower() in ("1", "true", "yes"):
+            return True
+        if text.lower() in ("0", "false", "no"):
+            return False
+        raise InputError(f"expected 1 or 0, got {text!r}", where=name)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"expected a finite number >= 0, got {text!r}", where=name)
+    return value
+
+
+def _check_header(header: list[str], source: str) -> None:
+    unknown = [c for c in header if c not in COLUMNS]
+    if unknown:
+        raise InputError(f"unknown column {unknown[0]!r}; expected columns among {', '.join(COLUMNS)}",
+                         source=source, where="line 1")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"missing column {missing[0]!r}; the columns {', '.join(REQUIRED)} are required",
+                         source=source, where="line 1")
+    if len(set(header)) != len(header):
+        twice = next(c for c in header if header.count(c) > 1)
+        raise InputError(f"column {twice!r} appears twice", source=source, where="line 1")
+
+
+def _complete_text(path: Path) -> tuple[str, int]:
+    """The file's text up to its last newline, and the byte length of that part."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the measurements ({exc.strerror})", source=str(path)) from None
+    end = data.rfind(b"\n") + 1
+    try:
+        return data[:end].decode("utf-8"), end
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError("not UTF-8 text", source=str(path), where=f"line {line}") from None
+
+
+def _parse(text: str, source: str) -> list[Measurement]:
+    lines = text.splitlines()
+    if not lines:
+        return []
+    header = [c.strip() for c in next(csv.reader([lines[0]]))]
+    _check_header(header, source)
+    rows: list[Measurement] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = next(csv.reader([line]))
+        if len(cells) != len(header):
+            raise InputError(f"expected {len(header)} cells as in the header, got {len(cells)}",
+                             source=source, where=f"line {number}")
+        try:
+            values = {name: _parse_cell(name, cell) for name, cell in zip(header, cells)}
+            rows.append(Measurement(**values))
+        except InputError as exc:
+            raise InputError(exc.message, source=source, where=f"line {number}: {exc.where}") from None
+    return rows
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """Read a measurements CSV. A last line without its newline (a write cut short) is ignored.
+
+    Columns may come in any order and optional ones may be missing; errors
+    name the file, the line and the column:
+    ``m.csv:line 7: nbytes: expected an integer >= 0, got 'x'``.
+    """
+    text, _ = _complete_text(Path(path))
+    return _parse(text, str(path))
+
+
+def measurement_columns(rows: Iterable[Measurement]) -> dict[str, np.ndarray]:
+    """The rows as numpy columns: strings as str arrays, numbers as float64 (NaN = empty).
+
+    Integer columns with no empty cell come as int64; ``converged`` as float (1, 0, NaN).
+    """
+    rows = list(rows)
+    out: dict[str, np.ndarray] = {}
+    for name in COLUMNS:
+        values = [getattr(r, name) for r in rows]
+        if name in _STRINGS:
+            out[name] = np.array(values, dtype=str)
+        elif name in _INTEGERS and all(v is not None for v in values):
+            out[name] = np.array(values, dtype=np.int64)
+        else:
+            out[name] = np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
+    return out
+
+
+# ---------------------------------------------------------------- the store
+
+
+class MeasurementStore:
+    """An append-only measurements CSV that survives ``kill -9`` and resumes without duplicates.
+
+    Opening creates the file with its header, or reads the rows already
+    there (truncating a last line cut short by a crash). :meth:`append`
+    writes one row, flushed and fsynced before it returns; a row whose key
+    is already stored is not written again.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._rows: list[Measurement] = []
+        self._keys: set[MeasurementKey] = set()
+        header = _line(COLUMNS)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            text, end = _complete_text(self.path)
+            if text and text.splitlines()[0] != header.rstrip("\n"):
+                first = [c.strip() for c in next(csv.reader([text.splitlines()[0]]))]
+                _check_header(first, str(self.path))
+                raise InputError("the columns are not in the order this version writes; expected "
+                                 f"{header.strip()!r}", source=str(self.path), where="line 1")
+            self._rows = _parse(text, str(self.path))
+            if end != self.path.stat().st_size:  # a crash cut the last line short
+                with open(self.path, "r+b") as f:
+                    f.truncate(end)
+                    f.flush()
+                    os.fsync(f.fileno())
+            if not text:  # even the header was cut short
+                self._write(header)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._write(header)
+        self._keys = {r.key for r in self._rows}
+
+    def _write(self, line: str) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            data = line.encode("utf-8")
+            written = os.write(fd, data)
+            while written < len(data):  # a short write: finish it before the fsync
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def has(self, key: MeasurementKey | Measurement) -> bool:
+        """Whether the point (a key, or the key of a row) is already stored."""
+        return (key.key if isinstance(key, Measurement) else MeasurementKey(*key)) in self._keys
+
+    def keys(self) -> set[MeasurementKey]:
+        """The keys of every stored row."""
+        return set(self._keys)
+
+    def rows(self) -> list[Measurement]:
+        """Every stored row, in file order."""
+        return list(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def append(self, m: Measurement) -> bool:
+        """Write one row, durably; return False (and write nothing) if its key is already stored."""
+        if m.key in self._keys:
+            return False
+        self._write(_line(m.to_row()))
+        self._rows.append(m)
+        self._keys.add(m.key)
+        return True
+
+    def extend(self, rows: Iterable[Measurement]) -> tuple[int, int]:
+        """Append rows one at a time; return (written, skipped as already stored)."""
+        written = skipped = 0
+        for m in rows:
+            if self.append(m):
+                written += 1
+            else:
+                skipped += 1
+        return written, skipped
+
+
+def _line(cells: Iterable[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(list(cells))
+    return buffer.getvalue()
+
+
+def now_timestamp() -> str:
+    """The current time, ISO 8601 with seconds and the UTC offset (the ``timestamp`` column's form)."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")

@@ -1,0 +1,296 @@
+"""OSU micro-benchmark outputs (osu_latency, osu_bw, osu_bcast, ...) read as measurement rows.
+
+An OSU output is a title line, a column header and one row per size::
+
+    # OSU MPI Broadcast Latency Test v7.3
+    # Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations
+    1                       1.52              0.93              2.12        1000
+
+Other ``#`` lines (``# Datatype: MPI_CHAR.``) and lines that are not rows
+(launcher noise before the title) are skipped; a row that starts with a
+number but does not fit the header is an error naming its line.
+
+The file does not say how many ranks ran, on how many nodes, nor which
+algorithm the MPI used: the caller says so (:class:`RunContext`), or a name
+pattern such as ``{algorithm}_{nprocs}ranks_run{run}.out`` takes them from
+the file name. Latencies are in microseconds; bandwidths (MB/s, 1 MB =
+10^6 bytes as OSU computes them) are stored as the time per message
+``nbytes / (MB/s * 1e6)``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from commcost.errors import InputError
+from commcost.io.measurements import Measurement
+
+# ---------------------------------------------------------------- what the caller says
+
+_NAME_FIELDS = {"algorithm": str, "collective": str, "channel": str, "mpi": str, "host": str,
+                "nprocs": int, "ppn": int, "nnodes": int, "run": int}
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the output file does not say; None = not given."""
+
+    collective: str | None = None
+    algorithm: str | None = None
+    nprocs: int | None = None
+    ppn: int | None = None
+    nnodes: int | None = None
+    channel: str | None = None
+    mpi: str | None = None
+    host: str | None = None
+    run: int | None = None
+
+    def merged(self, other: dict, source: str, what: str) -> "RunContext":
+        """This context with ``other``'s values filled in; a value both give differently is an error."""
+        updates = {}
+        for name, value in other.items():
+            mine = getattr(self, name)
+            if value is None:
+                continue
+            if mine is not None and mine != value:
+                raise InputError(f"--{name.replace('_', '-')} says {mine!r} but {what} says {value!r}",
+                                 source=source)
+            updates[name] = value
+        return replace(self, **updates)
+
+
+def compile_name_pattern(pattern: str) -> re.Pattern:
+    """A regular expression for a pattern like ``{algorithm}_{nprocs}ranks_run{run}.out``.
+
+    Fields: {algorithm}, {collective}, {channel}, {mpi}, {host} (text) and
+    {nprocs}, {ppn}, {nnodes}, {run} (integers); ``*`` matches anything.
+    A text field takes as much as it can (``{algorithm}_*.txt`` reads
+    ``split_binary_tree_2024.txt`` as algorithm ``split_binary_tree``).
+    """
+    parts = re.split(r"(\{[^{}]*\})", pattern)
+    seen: set[str] = set()
+    regex = []
+    for part in parts:
+        if part.startswith("{") and part.endswith("}"):
+            name = part[1:-1]
+            if name not in _NAME_FIELDS:
+                raise InputError(f"unknown field {part}; expected fields among "
+                                 f"{', '.join('{' + n + '}' for n in _NAME_FIELDS)}", where="--name-pattern")
+            if name in seen:
+                regex.append(f"(?P={name})")
+            else:
+                seen.add(name)
+                regex.append(rf"(?P<{name}>\d+)" if _NAME_FIELDS[name] is int else rf"(?P<{name}>[^/]+)")
+        else:
+            if "{" in part or "}" in part:
+                raise InputError(f"unbalanced brace in {pattern!r}", where="--name-pattern")
+            regex.append(".*?".join(re.escape(piece) for piece in part.split("*")))
+    if not seen:
+        raise InputError(f"expected at least one {{field}} in {pattern!r}", where="--name-pattern")
+    return re.compile("".join(regex))
+
+
+def fields_from_name(pattern: str, path: str | Path) -> dict:
+    """The fields a name pattern takes from a file's name (its path's tail if the pattern has '/')."""
+    regex = compile_name_pattern(pattern)
+    text = Path(path).as_posix()
+    depth = pattern.count("/") + 1
+    tail = "/".join(text.split("/")[-depth:])
+    match = regex.fullmatch(tail)
+    if not match:
+        raise InputError(f"the file name {tail!r} does not match --name-pattern {pattern!r}", source=str(path))
+    return {name: (int(value) if _NAME_FIELDS[name] is int else value)
+            for name, value in match.groupdict().items()}
+
+
+def file_timestamp(path: str | Path) -> str:
+    """The file's modification time, ISO 8601 in UTC (when the benchmark wrote it, near enough)."""
+    try:
+        mtime = Path(path).stat().st_mtime
+    except OSError:
+        return ""
+    return datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def finish_row(row: dict, context: RunContext, source: str) -> Measurement:
+    """A Measurement from a parsed row and what the caller said (nnodes from ppn, channel for 2 ranks)."""
+    nprocs = context.nprocs
+    nnodes = context.nnodes
+    if nnodes is None and context.ppn is not None:
+        nnodes = math.ceil(nprocs / context.ppn)
+    channel = context.channel
+    if channel is None and not row.get("collective") and nprocs == 2 and nnodes is not None:
+        channel = "shm" if nnodes == 1 else "net"
+    values = dict(row)
+    values.update(algorithm=context.algorithm or "", nprocs=nprocs, nnodes=nnodes, ppn=context.ppn,
+                  channel=channel or "", mpi=context.mpi or "", host=context.host or "",
+                  run=context.run or 0, source=source)
+    try:
+        return Measurement(**values)
+    except InputError as exc:  # a caller's value out of range
+        raise exc.located(source=source) from None
+
+
+def check_context(context: RunContext) -> None:
+    """The caller's integers in range (the name pattern only yields digits; options may be anything)."""
+    for name, minimum in (("nprocs", 1), ("ppn", 1), ("nnodes", 1), ("run", 0)):
+        value = getattr(context, name)
+        if value is not None and value < minimum:
+            raise InputError(f"expected an integer >= {minimum}, got {value}", where=f"--{name}")
+
+
+# ---------------------------------------------------------------- the OSU formats
+
+_TITLE = re.compile(r"^#\s*OSU\s+(?:MPI|OpenSHMEM|UPC\+\+|UPC|NCCL)\S*\s+(?P<what>.+?)\s+Test"
+                    r"(?:\s+v(?P<version>\S+))?\s*$")
+_POINT_TO_POINT = {
+    "Latency": "osu_latency",
+    "Bandwidth": "osu_bw",
+    "Bi-Directional Bandwidth": "osu_bibw",
+    "Multiple Bandwidth / Message Rate": "osu_mbw_mr",
+    "Multi Latency": "osu_multi_lat",
+    "Latency Multi-threaded": "osu_latency_mt",
+}
+_COLLECTIVES = {
+    "Broadcast": "bcast", "Allreduce": "allreduce", "Allgather": "allgather", "Allgatherv": "allgatherv",
+    "Alltoall": "alltoall", "Alltoallv": "alltoallv", "Alltoallw": "alltoallw", "Reduce": "reduce",
+    "Reduce_scatter": "reduce_scatter", "Reduce_scatter_block": "reduce_scatter_block",
+    "Scatter": "scatter", "Scatterv": "scatterv", "Gather": "gather", "Gatherv": "gatherv",
+    "Barrier": "barrier",
+}
+_LABELS = re.compile(
+    r"(?P<size>\bSize\b)|(?P<avg>Avg\s+Latency\s*\(us\))|(?P<min>Min\s+Latency\s*\(us\))"
+    r"|(?P<max>Max\s+Latency\s*\(us\))|(?P<latency>Latency\s*\(us\))"
+    r"|(?P<bandwidth>Bandwidth\s*\(MB/s\)|\bMB/s)|(?P<rate>Messages/s)"
+    r"|(?P<iterations>\bIterations\b)|(?P<validation>\bValidation\b)"
+)
+_COLUMN_HEADER = re.compile(r"^#\s*(Size\b|Avg\s+Latency)")
+
+
+def _benchmark(what: str, source: str, line: int) -> tuple[str, str]:
+    """(benchmark, collective) from the title's middle: 'Broadcast Latency' -> ('osu_bcast', 'bcast')."""
+    if what in _POINT_TO_POINT:
+        return _POINT_TO_POINT[what], ""
+    match = re.fullmatch(r"(\w+)\s+Latency", what)
+    if match and match.group(1) in _COLLECTIVES:
+        collective = _COLLECTIVES[match.group(1)]
+        return f"osu_{collective}", collective
+    known = [*(f"{w} Test" for w in _POINT_TO_POINT), *(f"{c} Latency Test" for c in _COLLECTIVES)]
+    raise InputError(f"not an OSU test this reader knows ({what!r}); it reads the blocking ones: "
+                     f"{', '.join(known)}", source=source, where=f"line {line}")
+
+
+def _columns(header: str, source: str, line: int) -> list[str]:
+    text = header.lstrip("#")
+    names = []
+    rest = text
+    for match in _LABELS.finditer(text):
+        names.append(match.lastgroup)
+        rest = rest.replace(match.group(0), " ", 1)
+    if rest.strip():
+        raise InputError(f"unknown column {rest.strip()!r} in the OSU header", source=source, where=f"line {line}")
+    if not any(n in names for n in ("avg", "latency", "bandwidth")):
+        raise InputError("expected a latency or bandwidth column in the OSU header", source=source,
+                         where=f"line {line}")
+    return names
+
+
+def _number(token: str, column: str, source: str, line: int, integer: bool = False) -> float:
+    try:
+        value = int(token) if integer else float(token)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise InputError(f"{column}: expected {kind}, got {token!r}", source=source, where=f"line {line}") from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{column}: expected a finite number >= 0, got {token!r}", source=source,
+                         where=f"line {line}")
+    return value
+
+
+def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
+    if len(tokens) != len(names):
+        raise InputError(f"expected {len(names)} values as in the header ({', '.join(names)}), got {len(tokens)}",
+                         source=source, where=f"line {line}")
+    cell = dict(zip(names, tokens))
+    nbytes = int(_number(cell["size"], "Size", source, line, integer=True)) if "size" in cell else 0
+    out: dict = {"nbytes": nbytes}
+    if "bandwidth" in cell:
+        mbps = _number(cell["bandwidth"], "MB/s", source, line)
+        if mbps <= 0 or nbytes == 0:
+            raise InputError(f"MB/s: a bandwidth of {cell['bandwidth']} for {nbytes} bytes gives no time "
+                             "per message", source=source, where=f"line {line}")
+        out["time_s_mean"] = nbytes / (mbps * 1e6)
+    else:
+        label = "avg" if "avg" in cell else "latency"
+        out["time_s_mean"] = _number(cell[label], "Latency(us)", source, line) / 1e6
+    if "min" in cell:
+        out["time_s_min"] = _number(cell["min"], "Min Latency(us)", source, line) / 1e6
+    if "max" in cell:
+        out["time_s_max"] = _number(cell["max"], "Max Latency(us)", source, line) / 1e6
+    if "iterations" in cell:
+        out["reps"] = int(_number(cell["iterations"], "Iterations", source, line, integer=True))
+    return out
+
+
+def parse_osu(text: str, source: str, context: RunContext = RunContext(), timestamp: str = "") -> list[Measurement]:
+    """The rows of an OSU output's text; ``source`` names it in errors and in the ``source`` column."""
+    check_context(context)
+    rows: list[Measurement] = []
+    benchmark = collective = None
+    names: list[str] | None = None
+    ctx = context
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        title = _TITLE.match(line)
+        if title:
+            benchmark, collective = _benchmark(title.group("what"), source, number)
+            names = None
+            ctx = context
+            if collective and context.collective is not None and context.collective != collective:
+                raise InputError(f"--collective says {context.collective!r} but the title says "
+                                 f"{collective!r}", source=source, where=f"line {number}")
+            if not collective and context.collective:
+                raise InputError(f"--collective {context.collective!r} given but {benchmark} is point-to-point",
+                                 source=source, where=f"line {number}")
+            if ctx.nprocs is None and not collective:
+                ctx = replace(ctx, nprocs=2)
+            if ctx.nprocs is None:
+                raise InputError(f"{benchmark} does not say how many ranks ran; give --nprocs or a "
+                                 "--name-pattern with {nprocs}", source=source)
+            continue
+        if line.startswith("#"):
+            if benchmark and _COLUMN_HEADER.match(line):
+                names = _columns(line, source, number)
+            continue
+        if names is None or not line[0].isdigit():
+            continue  # launcher noise, or text around the table
+        row = _row(names, line.split(), source, number)
+        row.update(benchmark=benchmark, collective=collective, timestamp=timestamp)
+        rows.append(finish_row(row, ctx, source))
+    if benchmark is None:
+        raise InputError("no OSU title line ('# OSU MPI ... Test vX.Y') found; is this an OSU output?",
+                         source=source)
+    if not rows:
+        raise InputError(f"no rows found under the {benchmark} header", source=source)
+    return rows
+
+
+def read_osu(path: str | Path, context: RunContext = RunContext(), name_pattern: str | None = None) -> list[Measurement]:
+    """Read one OSU output file; a name pattern fills in what the context leaves out."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read the OSU output ({exc.strerror})", source=source) from None
+    if name_pattern:
+        context = context.merged(fields_from_name(name_pattern, path), source, "the file name")
+    return parse_osu(text, source, context, file_timestamp(path))
+
+
+assert set(_NAME_FIELDS) == {f.name for f in fields(RunContext)}
