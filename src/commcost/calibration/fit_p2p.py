@@ -263,8 +263,34 @@ def fit_linear_law(X: np.ndarray, time_s: np.ndarray, names: Sequence[str], *, l
 # ---------------------------------------------------------------------------
 
 
+class _FitQuality:
+    """Residuals and proportional errors of a fit that keeps its :class:`LinearLawFit` in ``law``."""
+
+    law: "LinearLawFit"
+
+    @property
+    def residuals_s(self) -> np.ndarray:
+        """Measured minus predicted, seconds."""
+        return self.law.residuals_s
+
+    @property
+    def mu(self) -> np.ndarray:
+        """Proportional error per point, max(measured, predicted) / min(...) (paper 000)."""
+        return self.law.mu
+
+    @property
+    def mu_mean(self) -> float:
+        """Mean proportional error."""
+        return self.law.mu_mean
+
+    @property
+    def mu_max(self) -> float:
+        """Largest proportional error."""
+        return self.law.mu_max
+
+
 @dataclass(frozen=True, eq=False)
-class HockneyFit:
+class HockneyFit(_FitQuality):
     """Hockney's T(m) = alpha + beta m fitted to measured times, with its report.
 
     ``alpha_ci95`` and ``beta_ci95`` are 95 % confidence intervals; residuals
@@ -290,22 +316,6 @@ class HockneyFit:
     @property
     def beta_ci95(self) -> tuple[float, float]:
         return self.law.interval("beta_s_per_byte")
-
-    @property
-    def residuals_s(self) -> np.ndarray:
-        return self.law.residuals_s
-
-    @property
-    def mu(self) -> np.ndarray:
-        return self.law.mu
-
-    @property
-    def mu_mean(self) -> float:
-        return self.law.mu_mean
-
-    @property
-    def mu_max(self) -> float:
-        return self.law.mu_max
 
     def time_s(self, nbytes: np.ndarray | float) -> np.ndarray:
         """Predicted alpha + beta m."""
@@ -477,7 +487,7 @@ def fit_hockney_segments(nbytes: np.ndarray, time_s: np.ndarray, max_segments: i
 
 
 @dataclass(frozen=True, eq=False)
-class LogGPFit:
+class LogGPFit(_FitQuality):
     """LogGP from ping-pong times: G and 2o + L always; o, L and g only from extra measurements.
 
     A ping-pong identifies T(m) = (2o + L) + (m - 1) G, not o and L apart
@@ -540,22 +550,6 @@ class LogGPFit:
     @property
     def g_ci95(self) -> tuple[float, float] | None:
         return None if self.g_fit is None else self.g_fit.interval("g_s")
-
-    @property
-    def residuals_s(self) -> np.ndarray:
-        return self.law.residuals_s
-
-    @property
-    def mu(self) -> np.ndarray:
-        return self.law.mu
-
-    @property
-    def mu_mean(self) -> float:
-        return self.law.mu_mean
-
-    @property
-    def mu_max(self) -> float:
-        return self.law.mu_max
 
     def params_dict(self) -> dict[str, float | None]:
         """``{L_s, o_s, g_s, G_s_per_byte}`` with None for what the measurements do not identify."""
