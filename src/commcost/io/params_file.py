@@ -95,3 +95,25 @@ def _taulop_section(body: dict[str, Any], base: Path, source: str) -> TauLopPara
     params = TauLopParams.from_dict(inline)
     params.tables.update(tables)
     return params
+
+
+def write_params(path: str | Path, sections: dict[str, Any], meta: dict[str, Any] | None = None) -> None:
+    """Write a parameter file (``[meta]`` first, then one section per model) that :func:`load_params` reads.
+
+    ``sections`` maps a model name to the plain data of its parameters (the
+    ``to_dict()`` of a parameter class); numpy numbers and arrays become
+    plain TOML numbers and arrays.
+    """
+    import tomli_w
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items() if v is not None}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if hasattr(value, "tolist"):
+            return plain(value.tolist())
+        return value
+
+    doc = {"meta": plain(meta or {}), **{name: plain(body) for name, body in sections.items()}}
+    Path(path).write_text(tomli_w.dumps(doc), encoding="utf-8")

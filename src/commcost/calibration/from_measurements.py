@@ -1,0 +1,76 @@
+"""From a measurements table to model parameters: group point-to-point rows by channel and fit.
+
+The table comes as numpy columns (``commcost.io.measurements.measurement_columns``);
+this module knows nothing of files. Rows taken:
+
+* hockney: point-to-point rows (no collective) with a channel, at tau 1 or
+  no tau; one Hockney fit per channel (Huber loss, paper 004 section 5.2);
+* taulop: point-to-point rows with a channel and a tau (Ring_tau, paper 000
+  section 5.2); one tau-Lop table per channel, the channel made of
+  ``transfers[channel]`` transfers (default: 2 for ``shm``, 1 otherwise,
+  paper 000 eq. 1 and 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from commcost.calibration.fit_p2p import fit_hockney
+from commcost.calibration.fit_taulop import fit_taulop_channel
+from commcost.errors import InputError
+
+FITTABLE = ("hockney", "taulop")
+
+
+@dataclass(frozen=True)
+class ChannelFit:
+    """One channel's fitted parameters, as a parameter-file section body, and its fit report."""
+
+    channel: str
+    npoints: int
+    params: dict[str, Any]
+    report: dict[str, Any]
+
+
+def default_transfers(channel: str) -> int:
+    """Transfers a transmission through ``channel`` is made of: shm 2 (eq. 1), others 1 (eq. 3)."""
+    return 2 if channel == "shm" else 1
+
+
+def fit_channels(columns: dict[str, np.ndarray], model: str,
+                 transfers: dict[str, int] | None = None) -> list[ChannelFit]:
+    """Fit ``model`` per channel from the point-to-point rows of ``columns``."""
+    if model not in FITTABLE:
+        raise InputError(f"cannot fit {model!r} from measurements yet; expected one of {list(FITTABLE)}",
+                         where="--model")
+    collective = columns["collective"]
+    channel = columns["channel"]
+    tau = np.asarray(columns["tau"], dtype=np.float64)
+    p2p = (collective == "") & (channel != "")
+    if model == "hockney":
+        p2p &= np.isnan(tau) | (tau == 1)
+    else:
+        p2p &= ~np.isnan(tau)
+    if not p2p.any():
+        need = "rows with a channel and a tau (Ring_tau)" if model == "taulop" else "point-to-point rows with a channel"
+        raise InputError(f"no measurements to fit {model} from; expected {need}")
+    fits = []
+    for name in sorted(set(channel[p2p].tolist())):
+        rows = p2p & (channel == name)
+        nbytes = np.asarray(columns["nbytes"], dtype=np.float64)[rows]
+        time_s = np.asarray(columns["time_s_mean"], dtype=np.float64)[rows]
+        try:
+            if model == "hockney":
+                fit = fit_hockney(nbytes, time_s)
+                params, report = fit.to_dict(), fit.report()
+            else:
+                k = (transfers or {}).get(name, default_transfers(name))
+                fit = fit_taulop_channel(nbytes, tau[rows].astype(np.int64), time_s, transfers=k)
+                params, report = fit.channel.to_dict(), fit.report()
+        except InputError as exc:
+            raise InputError(f"channel {name}: {exc.message}", where=exc.where) from None
+        fits.append(ChannelFit(name, int(rows.sum()), params, report))
+    return fits
