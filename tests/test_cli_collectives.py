@@ -89,3 +89,17 @@ def test_paper004_model_prices_the_algorithms_it_covers(capsys):
     code, out, err = run(capsys, *[a if a != "bcast" else "scatter" for a in argv], "--algorithm", "binomial",
                          "--procs", "64", "--nbytes", "1MiB")
     assert code == 2 and "expected --collective bcast" in err
+
+
+def test_a_schedule_too_large_is_skipped_or_refused(capsys, monkeypatch):
+    import commcost.collectives.recorder as recorder
+
+    monkeypatch.setattr(recorder, "MAX_TRANSMISSIONS", 5000)
+    monkeypatch.setattr(recorder.Recorder.__init__, "__defaults__", (False, 5000))
+    code, out, _ = run(capsys, *BASE, "--all-algorithms", "--procs", "128", "--ppn", "32", "--nbytes", "1MiB")
+    assert code == 0
+    assert "not priced: ompi.scatter_allgather_ring (more than 5,000 transmissions)" in out
+    assert "ompi.knomial" in out
+    code, out, err = run(capsys, *BASE, "--algorithm", "scatter_allgather_ring", "--procs", "128", "--ppn", "32",
+                         "--nbytes", "1MiB")
+    assert code == 2 and "exceeds 5,000 transmissions" in err and len(err.strip().splitlines()) == 1

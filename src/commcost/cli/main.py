@@ -159,13 +159,21 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
     mapping = _load_mapping(args, platform, spec, args.procs)
     if closed is not None:
         return _predict_paper004(args, case, chosen, given, mapping, closed)
+    from commcost.collectives.recorder import MAX_TRANSMISSIONS, ScheduleTooLarge
+
     rows = []
+    skipped: list[str] = []
     for algorithm in chosen:
         mine = {k: v for k, v in given.items() if any(p.name == k for p in algorithm.params)}
         if not args.all_algorithms:
             mine = given  # unknown names are errors for a single algorithm
         try:
             cs = build(algorithm, case, mine)
+        except ScheduleTooLarge as exc:
+            if not args.all_algorithms:
+                raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
+            skipped.append(f"{algorithm.key} (more than {MAX_TRANSMISSIONS:,} transmissions)")
+            continue
         except InputError as exc:
             raise exc.located(where=f"--param {exc.where}" if exc.where else None) from None
         rows.append((algorithm, cs, _price(args, cs.schedule, platform, mapping, model)))
@@ -178,11 +186,13 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
             doc.update({"algorithm": algorithm.key, "library": algorithm.library, "id": algorithm.id,
                         "params": cs.params, "transmissions": cs.schedule.ntransmissions})
             results.append(doc)
-        print(json.dumps({**header, "results": results} if args.all_algorithms else {**header, **results[0]},
-                         indent=2))
+        print(json.dumps({**header, "results": results, "skipped": skipped} if args.all_algorithms
+                         else {**header, **results[0]}, indent=2))
     elif args.all_algorithms:
         print(render_comparison(header, [(a.key, a.id, cs.params, cs.schedule.ntransmissions,
                                           cs.schedule.nphases, cost) for a, cs, cost in rows]))
+        for note in skipped:
+            print(f"  not priced: {note}")
     else:
         print(render_text(rows[0][2], rows[0][1].schedule.name))
     return 0

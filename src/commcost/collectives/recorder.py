@@ -14,17 +14,27 @@ from typing import Any, Sequence
 import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
+from commcost.errors import InputError
 from commcost.schedule.schedule import Schedule, SendMode
 
 Range = tuple[int, int]
 
 
+MAX_TRANSMISSIONS = 50_000_000  # about 2 GB of arrays; a P^2 algorithm reaches it near P = 7,000
+
+
+class ScheduleTooLarge(InputError):
+    """An algorithm's schedule would exceed the recorder's limit on transmissions."""
+
+
 class Recorder:
     """Collects phases of transmissions for one :class:`Case`."""
 
-    def __init__(self, case: Case, data: bool = False) -> None:
+    def __init__(self, case: Case, data: bool = False, limit: int = MAX_TRANSMISSIONS) -> None:
         self.case = case
         self.data = data
+        self.limit = limit
+        self._count = 0
         self._names: list[str] = []
         self._posted: list[bool] = []
         self._src: list[np.ndarray] = []
@@ -77,6 +87,11 @@ class Recorder:
         return self
 
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray) -> None:
+        self._count += len(src)
+        if self._count > self.limit:
+            raise ScheduleTooLarge(
+                f"the schedule of this {self.case.collective.value} on {self.case.nprocs:,} ranks exceeds "
+                f"{self.limit:,} transmissions; expected fewer ranks, or a closed-form model")
         if len(src):
             self._src.append(src)
             self._dst.append(dst)
