@@ -160,3 +160,16 @@ def test_event_loop_equals_staircase_when_pieces_are_short_against_the_clock():
     assert np.allclose(fast, events, rtol=1e-9)
     trace = TauLop(PARAMS, fast=False).price(placed, explain=True).explain["timeline"]
     assert len(trace) <= n
+
+
+def test_rank_times_dense_and_sorted_paths_agree():
+    from commcost.models import base
+
+    rng = np.random.default_rng(5)
+    phase = np.sort(rng.integers(0, 7, 5000))
+    rank = rng.integers(0, 300, 5000)
+    value = rng.random(5000)
+    dense = base._sum_of_group_max(phase, rank, value, 300)
+    big = 4_000_001 // 7 + 1  # as many ranks as force the sorted path
+    sparse = base._sum_of_group_max(phase, rank, value, big)[:300]
+    assert np.allclose(dense, sparse)

@@ -93,6 +93,11 @@ def _sum_of_group_max(phase: np.ndarray, rank: np.ndarray, value: np.ndarray, nr
     """For each rank, the sum over phases of its largest value in the phase (no phases x ranks matrix)."""
     if not len(value):
         return np.zeros(nranks)
+    nphases = int(phase[-1]) + 1 if len(phase) else 0
+    if nphases * nranks <= 4_000_000:  # small enough for a dense phases x ranks table
+        table = np.zeros((nphases, nranks))
+        np.maximum.at(table, (phase, rank), value)
+        return table.sum(axis=0)
     order = np.lexsort((value, rank, phase))
     key_p, key_r = phase[order], rank[order]
     last = np.ones(len(order), dtype=bool)  # the last of each (phase, rank) group holds its max
