@@ -20,14 +20,14 @@ which report only rates, are stored as the time per message 1 / (Msg/sec).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import replace
 from pathlib import Path
 
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement
-from commcost.io.osu_import import RunContext, check_context, fields_from_name, file_timestamp, finish_row
+from commcost.io.osu_import import (RunContext, cell_number, check_context, fields_from_name, file_timestamp,
+                                    finish_row)
 
 _BENCHMARKING = re.compile(r"^#\s*Benchmarking\s+(?:Multi-)?(?P<name>\S+)")
 _PROCESSES = re.compile(r"^#\s*#processes\s*=\s*(?P<n>\d+)")
@@ -54,24 +54,12 @@ def _header(tokens: list[str], source: str, line: int) -> list[str]:
     return names
 
 
-def _value(token: str, column: str, source: str, line: int, integer: bool) -> float:
-    try:
-        value = int(token) if integer else float(token)
-    except ValueError:
-        kind = "an integer" if integer else "a number"
-        raise InputError(f"{column}: expected {kind}, got {token!r}", source=source, where=f"line {line}") from None
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"{column}: expected a finite number >= 0, got {token!r}", source=source,
-                         where=f"line {line}")
-    return value
-
-
 def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
     if len(tokens) != len(names):
         raise InputError(f"expected {len(names)} values as in the table header, got {len(tokens)}",
                          source=source, where=f"line {line}")
     labels = {v: k for k, v in _COLUMNS.items()}
-    cell = {name: _value(tok, labels[name], source, line, name in ("nbytes", "reps", "defects"))
+    cell = {name: cell_number(tok, labels[name], source, line, name in ("nbytes", "reps", "defects"))
             for name, tok in zip(names, tokens)}
     out: dict = {"nbytes": int(cell.get("nbytes", 0))}
     if "reps" in cell:

@@ -199,7 +199,8 @@ def _columns(header: str, source: str, line: int) -> list[str]:
     return names
 
 
-def _number(token: str, column: str, source: str, line: int, integer: bool = False) -> float:
+def cell_number(token: str, column: str, source: str, line: int, integer: bool = False) -> float:
+    """A table cell as a finite number >= 0 (an integer if asked); errors name the file, line and column."""
     try:
         value = int(token) if integer else float(token)
     except ValueError:
@@ -216,23 +217,23 @@ def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
         raise InputError(f"expected {len(names)} values as in the header ({', '.join(names)}), got {len(tokens)}",
                          source=source, where=f"line {line}")
     cell = dict(zip(names, tokens))
-    nbytes = int(_number(cell["size"], "Size", source, line, integer=True)) if "size" in cell else 0
+    nbytes = int(cell_number(cell["size"], "Size", source, line, integer=True)) if "size" in cell else 0
     out: dict = {"nbytes": nbytes}
     if "bandwidth" in cell:
-        mbps = _number(cell["bandwidth"], "MB/s", source, line)
+        mbps = cell_number(cell["bandwidth"], "MB/s", source, line)
         if mbps <= 0 or nbytes == 0:
             raise InputError(f"MB/s: a bandwidth of {cell['bandwidth']} for {nbytes} bytes gives no time "
                              "per message", source=source, where=f"line {line}")
         out["time_s_mean"] = nbytes / (mbps * 1e6)
     else:
         label = "avg" if "avg" in cell else "latency"
-        out["time_s_mean"] = _number(cell[label], "Latency(us)", source, line) / 1e6
+        out["time_s_mean"] = cell_number(cell[label], "Latency(us)", source, line) / 1e6
     if "min" in cell:
-        out["time_s_min"] = _number(cell["min"], "Min Latency(us)", source, line) / 1e6
+        out["time_s_min"] = cell_number(cell["min"], "Min Latency(us)", source, line) / 1e6
     if "max" in cell:
-        out["time_s_max"] = _number(cell["max"], "Max Latency(us)", source, line) / 1e6
+        out["time_s_max"] = cell_number(cell["max"], "Max Latency(us)", source, line) / 1e6
     if "iterations" in cell:
-        out["reps"] = int(_number(cell["iterations"], "Iterations", source, line, integer=True))
+        out["reps"] = int(cell_number(cell["iterations"], "Iterations", source, line, integer=True))
     return out
 
 
