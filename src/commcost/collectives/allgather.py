@@ -66,8 +66,6 @@ def bruck_k_fanout(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
 
     The final local rotation of the blocks moves no data between ranks.
     """
-    if case.nbytes == 0:
-        return
     _k_bruck(rec, case, params["radix"])
 
 
@@ -112,8 +110,6 @@ def _ring(rec: Recorder, case: Case) -> None:
           "P-1 steps; in each every rank passes the block it received last to its right neighbour", id=4)
 def ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_ring`` (coll_base_allgather.c): P-1 phases of P sendrecvs of one block."""
-    if case.nbytes == 0:
-        return
     _ring(rec, case)
 
 

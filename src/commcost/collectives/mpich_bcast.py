@@ -336,8 +336,6 @@ def _tree_bcast(rec: Recorder, case: Case, params: Mapping[str, int], bounds: np
         raise InputError(f"is_non_blocking must be 0 or 1, got {params['is_non_blocking']}",
                          where="is_non_blocking")
     parent, child, order = tree_edges(p, params["tree_type"], params["tree_kval"])
-    if p == 1 or case.nbytes == 0:
-        return
     level = _depths(p, parent, child)[parent]
     idx = np.lexsort((order, parent, level))
     parent, child, level = parent[idx], child[idx], level[idx]

@@ -53,7 +53,8 @@ rendezvous), receive posting and flow control are the model's business,
 not the schedule's.
 
 A zero-byte or one-rank call has an empty schedule: ``MPI_Bcast``
-(``ompi/mpi/c/bcast.c``) returns before reaching coll/tuned.
+(``ompi/mpi/c/bcast.c``) returns before reaching coll/tuned; ``registry.build``
+skips the builder for such calls, once for every algorithm.
 """
 
 from __future__ import annotations
@@ -82,11 +83,6 @@ def _unsegmented(params: Mapping[str, int]) -> bool:
 
 
 RADIX = Param("radix", 4, "k-nomial tree radix (coll_tuned_bcast_algorithm_knomial_radix)", minimum=2)
-
-
-def _runs(case: Case) -> bool:
-    """Whether MPI_Bcast reaches the algorithm at all (more than one rank, a non-empty message)."""
-    return case.nprocs > 1 and case.nbytes > 0
 
 
 # ------------------------------------------------------------------------------------- tree pipelines
@@ -134,8 +130,7 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
 
 def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
     """``ompi_coll_base_bcast_intra_generic`` over ``tree`` with ``COLL_BASE_COMPUTED_SEGCOUNT`` segments."""
-    if _runs(case):
-        tree_pipeline(rec, case, tree, [segment_bounds(case.nbytes, segsize)])
+    tree_pipeline(rec, case, tree, [segment_bounds(case.nbytes, segsize)])
 
 
 @register(Collective.BCAST, "ompi", "chain", "root feeds `fanout` pipelined chains (build_chain)",
@@ -179,8 +174,7 @@ def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
           id=1, scales=lambda params: True)
 def basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_basic_linear``: root isends to ranks 0..P-1 (not itself) in order, then waits."""
-    if _runs(case):
-        _linear(rec, case)
+    _linear(rec, case)
 
 
 def _linear(rec: Recorder, case: Case) -> None:
@@ -210,8 +204,6 @@ def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     than ``segsize`` (``n <= 1``, or ``segsize > floor(n/2)``), Open MPI
     falls back to ``ompi_coll_base_bcast_intra_chain(segsize, 1)``: the pipeline.
     """
-    if not _runs(case):
-        return
     n, p, segsize = case.nbytes, case.nprocs, params["segsize"]
     half = (n + 1) // 2
     counts = (half, n - half)
@@ -281,8 +273,6 @@ def _block(n: int, block: int, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _scatter_or_linear(rec: Recorder, case: Case) -> tuple[int, int, int, np.ndarray] | None:
     """The first half of ids 8 and 9: basic_linear when n < P (and None), else the binomial scatter of
     ``ceil(n/P)``-byte blocks, returning (P, n, block size, virtual ranks) for the allgather that follows."""
-    if not _runs(case):
-        return None
     p, n = case.nprocs, case.nbytes
     if n < p:
         _linear(rec, case)

@@ -66,8 +66,6 @@ def _others(case: Case) -> np.ndarray:
           "the root sends each rank its block, one blocking send after another", id=1)
 def scatter_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_scatter_intra_basic_linear`` (coll_base_scatter.c): root sends to ranks 0..P-1 in order."""
-    if case.nbytes == 0 or case.nprocs == 1:
-        return
     peers = _others(case)
     rec.phase("root sends", SendMode.SEQUENCE)
     rec.sends(np.full(len(peers), case.root), peers, peers * case.nbytes, (peers + 1) * case.nbytes)
@@ -133,8 +131,6 @@ def scatter_linear_nb(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
           "every rank sends its block to the root, which receives them in rank order", id=1)
 def gather_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_gather_intra_basic_linear`` (coll_base_gather.c): one phase of P-1 sends to the root."""
-    if case.nbytes == 0 or case.nprocs == 1:
-        return
     peers = _others(case)
     rec.phase("send to root", SendMode.SEQUENCE)
     rec.sends(peers, np.full(len(peers), case.root), peers * case.nbytes, (peers + 1) * case.nbytes)
