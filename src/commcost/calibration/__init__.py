@@ -14,14 +14,19 @@ This package may import models, platform, units and errors; never io,
 report or cli (pyproject.toml's layers).
 """
 
-from commcost.calibration.fit_p2p import (
-    HockneyFit, HockneySegment, HockneySegmentsFit, LinearLawFit, LogGPFit,
-    fit_hockney, fit_hockney_segments, fit_linear_law, fit_loggp, proportional_error,
-)
-from commcost.calibration.fit_taulop import TauLopFit, fit_taulop_channel
-
 __all__ = [
     "HockneyFit", "HockneySegment", "HockneySegmentsFit", "LinearLawFit", "LogGPFit", "TauLopFit",
     "fit_hockney", "fit_hockney_segments", "fit_linear_law", "fit_loggp", "fit_taulop_channel",
     "proportional_error",
 ]
+
+_HOME = {name: "fit_taulop" if name in ("TauLopFit", "fit_taulop_channel") else "fit_p2p" for name in __all__}
+
+
+def __getattr__(name: str):
+    """Import the fits on first use: they pull in scipy, which the CLI should not load to start."""
+    if name in _HOME:
+        import importlib
+
+        return getattr(importlib.import_module(f"commcost.calibration.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'commcost.calibration' has no attribute {name!r}")

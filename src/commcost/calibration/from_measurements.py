@@ -18,8 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from commcost.calibration.fit_p2p import fit_hockney
-from commcost.calibration.fit_taulop import fit_taulop_channel
 from commcost.errors import InputError
 
 FITTABLE = ("hockney", "taulop")
@@ -43,6 +41,9 @@ def default_transfers(channel: str) -> int:
 def fit_channels(columns: dict[str, np.ndarray], model: str,
                  transfers: dict[str, int] | None = None) -> list[ChannelFit]:
     """Fit ``model`` per channel from the point-to-point rows of ``columns``."""
+    from commcost.calibration.fit_p2p import fit_hockney  # scipy: loaded only when fitting
+    from commcost.calibration.fit_taulop import fit_taulop_channel
+
     if model not in FITTABLE:
         raise InputError(f"cannot fit {model!r} from measurements yet; expected one of {list(FITTABLE)}",
                          where="--model")
