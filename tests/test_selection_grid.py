@@ -22,16 +22,30 @@ def cluster(nnodes: int, ppn: int) -> Platform:
                      Channel("ib", 1, "world", ("ib",), ContentionScope.NODE)))
 
 
-@pytest.mark.parametrize("algorithm", [a for a in OMPI_BCAST if a.scales_with_size(a.resolve_params())],
-                         ids=lambda a: a.key)
-def test_scaling_algorithms_really_scale(algorithm):
-    for nprocs in (1, 2, 7, 33):
-        unit = build(algorithm, Case(Collective.BCAST, nprocs, 1, nprocs // 2)).schedule
-        for nbytes in (3, 1000, 1 << 20):
-            s = build(algorithm, Case(Collective.BCAST, nprocs, nbytes, nprocs // 2)).schedule
-            for field in ("src", "dst", "phase", "posted"):
-                assert np.array_equal(getattr(s, field), getattr(unit, field))
-            assert np.array_equal(s.nbytes, unit.nbytes * nbytes)
+@pytest.mark.parametrize("algorithm", [a for a in algorithms() if a.scales is not None], ids=lambda a: a.key)
+def test_scale_units_are_true(algorithm):
+    """Whenever an algorithm names a size n0, the schedule for n is the n0 schedule with sizes times n / n0."""
+    for values in ({}, {"segsize": 1000}, {"segsize": 8}):
+        values = {k: v for k, v in values.items() if any(p.name == k for p in algorithm.params)}
+        for nprocs in (2, 7, 32, 33):
+            root = nprocs // 2
+            for nbytes in (1, 2, 3, 6, 8, 31, 32, 64, 66, 1000, 1024, 4096, 3 * 33 * 64, 1 << 20):
+                unit = algorithm.scale_unit(algorithm.resolve_params(values), nprocs, nbytes)
+                if unit is None:
+                    continue
+                base = build(algorithm, Case(algorithm.collective, nprocs, unit, root), values).schedule
+                s = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+                for field in ("src", "dst", "phase", "posted", "repeat"):
+                    assert np.array_equal(getattr(s, field), getattr(base, field)), (nprocs, nbytes, field)
+                assert np.array_equal(s.nbytes, base.nbytes * (nbytes // unit)), (nprocs, nbytes)
+
+
+def test_every_open_mpi_bcast_scales_somewhere():
+    """The grid's fast path covers every Open MPI bcast at power-of-two sizes and process counts."""
+    for algorithm in OMPI_BCAST:
+        for nprocs in (2, 64, 2048):
+            for nbytes in (1 << k for k in range(1, 21)):
+                assert algorithm.scale_unit(algorithm.resolve_params(), nprocs, nbytes) is not None
 
 
 @pytest.mark.parametrize("model", [TauLop(two_channel_params()), LogGP(LogGPParams(1e-6, 5e-7, 6e-7, 3e-10))],

@@ -184,13 +184,14 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
         for algorithm, cs, cost in rows:
             doc = cost_to_dict(cost, cs.schedule.name)
             doc.update({"algorithm": algorithm.key, "library": algorithm.library, "id": algorithm.id,
-                        "params": cs.params, "transmissions": cs.schedule.ntransmissions})
+                        "params": cs.params, "transmissions": cs.schedule.transmissions_run,
+                        "phases": cs.schedule.phases_run})
             results.append(doc)
         print(json.dumps({**header, "results": results, "skipped": skipped} if args.all_algorithms
                          else {**header, **results[0]}, indent=2))
     elif args.all_algorithms:
-        print(render_comparison(header, [(a.key, a.id, cs.params, cs.schedule.ntransmissions,
-                                          cs.schedule.nphases, cost) for a, cs, cost in rows]))
+        print(render_comparison(header, [(a.key, a.id, cs.params, cs.schedule.transmissions_run,
+                                          cs.schedule.phases_run, cost) for a, cs, cost in rows]))
         for note in skipped:
             print(f"  not priced: {note}")
     else:

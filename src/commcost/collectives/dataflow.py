@@ -102,6 +102,8 @@ def check(cs: CollectiveSchedule) -> DataflowReport:
     if cs.payload is None:
         raise ValueError("the schedule was built without payloads; build it with data=True")
     s = cs.schedule
+    if np.any(s.repeat > 1):
+        raise ValueError("the checker runs schedules recorded step by step; build it with data=True")
     case = cs.case
     reduction = case.collective in REDUCTIONS
     held = initial_state(cs)

@@ -77,9 +77,27 @@ CHAIN_FANOUT = Param("fanout", 4, "number of chains the root feeds (coll_tuned_b
                                   f"more than {MAXTREEFANOUT} acts as {MAXTREEFANOUT})", minimum=1)
 
 
-def _unsegmented(params: Mapping[str, int]) -> bool:
-    """A tree without segments sends the whole message down every edge: its schedule scales with n."""
-    return params.get("segsize", 0) <= 0
+def _unsegmented(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """A tree sends the whole message down every edge when it is one segment (no segmentation, or
+    ``n <= segsize``): the 1-byte schedule scaled."""
+    segsize = params.get("segsize", 0)
+    return 1 if segsize <= 0 or nbytes <= segsize else None
+
+
+def _split_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """split_binary_tree: the pipeline fallback of a one-segment message scales from 1 byte; unsegmented
+    halves of an even message scale from 2 bytes (halves of one byte)."""
+    segsize = params.get("segsize", 0)
+    if nbytes <= max(segsize, 1):  # segsize > floor(n/2): the unsegmented pipeline
+        return 1
+    return 2 if segsize <= 0 and nbytes % 2 == 0 else None
+
+
+def _block_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """Scatter-allgather: basic_linear (from 1 byte) when n < P; P equal blocks (from P bytes) when P divides n."""
+    if nbytes < nprocs:
+        return 1
+    return nprocs if nbytes % nprocs == 0 else None
 
 
 RADIX = Param("radix", 4, "k-nomial tree radix (coll_tuned_bcast_algorithm_knomial_radix)", minimum=2)
@@ -103,29 +121,17 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
     """
     if tree.nprocs < 2:
         return
-    src, dst, starts = tree.by_depth()
-    pdepth = tree.depth[src]
+    src, dst, _ = tree.by_depth()
     part = np.zeros(len(src), np.int64) if part_of is None else part_of[dst]
-    nseg = np.array([len(b) - 1 for b in bounds], dtype=np.int64)
-    width = int(nseg.max())
-    table_lo = np.zeros((len(bounds), width), dtype=np.int64)
-    table_hi = np.zeros((len(bounds), width), dtype=np.int64)
-    for k, b in enumerate(bounds):
-        table_lo[k, :len(b) - 1] = b[:-1]
-        table_hi[k, :len(b) - 1] = b[1:]
-    rsrc = to_ranks(src, case.root, case.nprocs)
-    rdst = to_ranks(dst, case.root, case.nprocs)
-    senders_height = len(starts) - 1  # depths 0..height-1 have children
-    for t in range(senders_height + width - 1):
-        lo, hi = starts[max(0, t - width + 1)], starts[min(t, senders_height - 1) + 1]
-        if lo == hi:
-            continue
-        seg = t - pdepth[lo:hi]
-        p = part[lo:hi]
-        ok = seg < nseg[p] if len(bounds) > 1 else slice(None)
-        seg, p = seg[ok], p[ok]
-        rec.phase(f"{label} step {t}", mode)
-        rec.sends(rsrc[lo:hi][ok], rdst[lo:hi][ok], table_lo[p, seg], table_hi[p, seg])
+    nseg = np.array([len(b) - 1 for b in bounds], dtype=np.int64)[part]
+    # every edge carries its part's segments 0..nseg-1; edge-major, so a phase keeps the child order
+    edge = np.repeat(np.arange(len(src)), nseg)
+    seg = np.arange(len(edge)) - np.repeat(np.cumsum(nseg) - nseg, nseg)
+    offsets = np.concatenate(bounds)
+    first = np.cumsum([0] + [len(b) for b in bounds])[:-1][part[edge]]
+    rec.staged_sends(tree.depth[src][edge] + seg, to_ranks(src, case.root, case.nprocs)[edge],
+                     to_ranks(dst, case.root, case.nprocs)[edge], offsets[first + seg], offsets[first + seg + 1],
+                     label, mode)
 
 
 def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
@@ -171,7 +177,7 @@ def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 # ----------------------------------------------------------------------------------------- basic linear
 
 @register(Collective.BCAST, "ompi", "basic_linear", "root isends the message to every rank at once",
-          id=1, scales=lambda params: True)
+          id=1, scales=lambda params, nprocs, nbytes: 1)
 def basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_basic_linear``: root isends to ranks 0..P-1 (not itself) in order, then waits."""
     _linear(rec, case)
@@ -188,7 +194,8 @@ def _linear(rec: Recorder, case: Case) -> None:
 # ------------------------------------------------------------------------------------ split binary tree
 
 @register(Collective.BCAST, "ompi", "split_binary_tree",
-          "each half down one subtree of a binary tree, then pairs swap halves", params=(SEGSIZE,), id=4)
+          "each half down one subtree of a binary tree, then pairs swap halves", params=(SEGSIZE,), id=4,
+          scales=_split_unit)
 def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_split_bintree`` (coll_base_bcast.c).
 
@@ -283,7 +290,7 @@ def _scatter_or_linear(rec: Recorder, case: Case) -> tuple[int, int, int, np.nda
 
 
 @register(Collective.BCAST, "ompi", "scatter_allgather",
-          "binomial scatter, then recursive-doubling allgather (linear when n < P)", id=8)
+          "binomial scatter, then recursive-doubling allgather (linear when n < P)", id=8, scales=_block_unit)
 def scatter_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_scatter_allgather`` (coll_base_bcast.c).
 
@@ -347,7 +354,7 @@ def _halving_steps(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: n
 
 
 @register(Collective.BCAST, "ompi", "scatter_allgather_ring",
-          "binomial scatter, then ring allgather (linear when n < P)", id=9)
+          "binomial scatter, then ring allgather (linear when n < P)", id=9, scales=_block_unit)
 def scatter_allgather_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_scatter_allgather_ring`` (coll_base_bcast.c).
 
@@ -355,13 +362,19 @@ def scatter_allgather_ring(rec: Recorder, case: Case, params: Mapping[str, int])
     scatter of :func:`_scatter` (blocks of ``ceil(n/P)`` bytes), then P - 1
     ring steps: in step i virtual rank v sends block ``v - i + 1`` (mod P)
     to ``v + 1`` (sendrecv; an empty block past the end still goes, as a
-    zero-byte message).
+    zero-byte message). When P divides n the blocks are equal and, unless
+    payloads are kept, the steps are stored once as a phase repeated P - 1 times.
     """
     scattered = _scatter_or_linear(rec, case)
     if scattered is None:
         return
     p, n, sc, v = scattered
     src, dst = to_ranks(v, case.root, p), to_ranks(v + 1, case.root, p)
+    if rec.compact and n % p == 0:  # equal blocks: the P - 1 steps are the same transmissions
+        start, stop = _block(n, sc, v)
+        rec.phase(f"ring steps 1..{p - 1}", SendMode.POSTED, repeat=p - 1)
+        rec.sends(src, dst, start, stop)
+        return
     for i in range(1, p):
         start, stop = _block(n, sc, (v - i + 1) % p)
         rec.phase(f"ring step {i}", SendMode.POSTED)

@@ -37,6 +37,7 @@ class Recorder:
         self._count = 0
         self._names: list[str] = []
         self._posted: list[bool] = []
+        self._repeat: list[int] = []
         self._src: list[np.ndarray] = []
         self._dst: list[np.ndarray] = []
         self._nbytes: list[np.ndarray] = []
@@ -51,11 +52,40 @@ class Recorder:
         """Phases begun so far."""
         return len(self._names)
 
-    def phase(self, name: str | None = None, mode: SendMode = SendMode.POSTED) -> "Recorder":
-        """Begin a phase; its sends start when every send of the previous phase has ended."""
+    @property
+    def compact(self) -> bool:
+        """Whether equal steps may be stored once as a repeated phase (not when payloads are kept:
+        the data-flow checker runs the steps one by one, each with its own blocks)."""
+        return not self.data
+
+    def phase(self, name: str | None = None, mode: SendMode = SendMode.POSTED, repeat: int = 1) -> "Recorder":
+        """Begin a phase, run ``repeat`` times; its sends start when every send of the previous phase has ended."""
         self._flush()
         self._names.append(name or f"step {len(self._names)}")
         self._posted.append(mode is SendMode.POSTED)
+        self._repeat.append(int(repeat))
+        return self
+
+    def staged_sends(self, step: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
+                     stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED) -> "Recorder":
+        """Many phases in one batch: transmission i runs in phase ``step[i]`` of a run of new phases,
+        one per distinct step in increasing order (named ``label step t``); within a phase and a
+        sender, transmissions keep their order in the arrays."""
+        self._flush()
+        step, src, dst, start, stop = (np.asarray(a, dtype=np.int64) for a in (step, src, dst, start, stop))
+        if not len(step):
+            return self
+        steps, local = np.unique(step, return_inverse=True)
+        order = np.argsort(local, kind="stable")
+        first = len(self._names)
+        self._names.extend(f"{label} step {t}" for t in steps.tolist())
+        self._posted.extend([mode is SendMode.POSTED] * len(steps))
+        self._repeat.extend([1] * len(steps))
+        src, dst, start, stop = src[order], dst[order], start[order], stop[order]
+        self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.zeros(len(src), bool),
+                     phase=first + local[order])
+        if self.data:
+            self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))
         return self
 
     def send(self, src: int, dst: int, ranges: Range | Sequence[Range], combine: bool = False) -> "Recorder":
@@ -86,7 +116,8 @@ class Recorder:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))
         return self
 
-    def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray) -> None:
+    def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
+                phase: np.ndarray | None = None) -> None:
         self._count += len(src)
         if self._count > self.limit:
             raise ScheduleTooLarge(
@@ -96,7 +127,7 @@ class Recorder:
             self._src.append(src)
             self._dst.append(dst)
             self._nbytes.append(nbytes)
-            self._phase.append(np.full(len(src), len(self._names) - 1, dtype=np.int64))
+            self._phase.append(np.full(len(src), len(self._names) - 1, dtype=np.int64) if phase is None else phase)
             self._combine.append(combine)
 
     def _flush(self) -> None:
@@ -124,6 +155,7 @@ class Recorder:
             self.case.nprocs, cat(self._src, np.int64)[order], cat(self._dst, np.int64)[order],
             cat(self._nbytes, np.float64)[order], phase[order], posted[order],
             tuple(self._names[k] for k in used), name=f"{self.case.collective.value} {algorithm}",
+            repeat=np.array(self._repeat, dtype=np.int64)[used],
         )
         payload = [self._payload[i] for i in order] if self.data else None
         return CollectiveSchedule(schedule, self.case, algorithm, dict(params), payload,

@@ -18,6 +18,7 @@ from commcost.collectives.recorder import Recorder
 from commcost.errors import InputError
 
 Builder = Callable[[Recorder, Case, Mapping[str, int]], None]
+ScaleUnit = Callable[[Mapping[str, int], int, int], "int | None"]
 LIBRARIES = ("ompi", "mpich", "generic")
 
 
@@ -32,16 +33,20 @@ class Algorithm:
     description: str
     params: tuple[Param, ...] = ()
     id: int | None = None
-    scales: Callable[[Mapping[str, int]], bool] | None = None
+    scales: ScaleUnit | None = None
 
-    def scales_with_size(self, params: Mapping[str, int]) -> bool:
-        """Whether, with these parameters, the schedule for n bytes is the 1-byte schedule with sizes times n.
+    def scale_unit(self, params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+        """A size n0 whose schedule, every size times ``nbytes / n0``, is the schedule for ``nbytes``; or None.
 
-        True for unsegmented trees and linear algorithms: same transmissions,
-        every one carrying the whole message. Lets a size sweep build once
-        (tested against building at every size).
+        Unsegmented trees and linear algorithms give 1 (every transmission
+        carries the whole message); scatter-allgather broadcasts give P when
+        P divides n (equal blocks). Sizes with the same n0 share one build in
+        a size sweep; the claim is tested against building at every size.
         """
-        return self.scales is not None and self.scales(params)
+        if self.scales is None or nbytes < 1 or nprocs < 2:
+            return None
+        unit = self.scales(params, nprocs, nbytes)
+        return unit if unit is not None and unit <= nbytes and nbytes % unit == 0 else None
 
     @property
     def key(self) -> str:
@@ -67,11 +72,11 @@ ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
 
 def register(collective: Collective, library: str, name: str, description: str,
              params: tuple[Param, ...] = (), id: int | None = None,
-             scales: Callable[[Mapping[str, int]], bool] | None = None) -> Callable[[Builder], Builder]:
+             scales: ScaleUnit | None = None) -> Callable[[Builder], Builder]:
     """Decorator: register ``builder`` as ``library.name`` for ``collective``.
 
-    ``scales(params)`` says when the schedule scales with the message size
-    (see :meth:`Algorithm.scales_with_size`).
+    ``scales(params, nprocs, nbytes)`` gives the size whose schedule scales to
+    the one for ``nbytes``, or None (see :meth:`Algorithm.scale_unit`).
     """
     if library not in LIBRARIES:
         raise ValueError(f"library must be one of {LIBRARIES}")

@@ -33,7 +33,7 @@ from commcost.schedule.schedule import Schedule, SendMode, SizeUnit
 from commcost.units import parse_nbytes
 
 _TOP = ("name", "nprocs", "unit", "phases")
-_PHASE = ("name", "mode", "rank_modes", "sends")
+_PHASE = ("name", "mode", "repeat", "rank_modes", "sends")
 
 
 def load_schedule(path: str | Path) -> Schedule:
@@ -161,7 +161,7 @@ def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
     phases = data["phases"]
     if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
         raise _fail("phases", "expected an array of phase objects")
-    names, tables, posted_parts = [], [], []
+    names, tables, posted_parts, repeats = [], [], [], []
     for k, phase in enumerate(phases):
         where = f"phases[{k}]"
         for key in phase:
@@ -181,13 +181,14 @@ def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
                 raise _fail(f"{where}.rank_modes", f"expected rank keys in 0..{nprocs - 1}, got {rank_text!r}")
             posted[table[:, 0] == int(rank_text)] = _mode(value, f"{where}.rank_modes.{rank_text}") is SendMode.POSTED
         names.append(pname)
+        repeats.append(_integer(phase.get("repeat", 1), f"{where}.repeat", 1))
         tables.append(table)
         posted_parts.append(posted)
     table = np.concatenate(tables) if tables else np.zeros((0, 3))
     phase_index = np.repeat(np.arange(len(tables)), [len(t) for t in tables])
     return Schedule(nprocs, table[:, 0].astype(np.int64), table[:, 1].astype(np.int64), table[:, 2],
                     phase_index, np.concatenate(posted_parts) if posted_parts else np.zeros(0, bool),
-                    tuple(names), name, unit)
+                    tuple(names), name, unit, np.array(repeats, dtype=np.int64))
 
 
 def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
@@ -204,6 +205,8 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
                  for s, d, m in zip(src, schedule.dst[part], sizes)]
         entry: dict[str, Any] = {"name": schedule.phase_names[k],
                                  "mode": (SendMode.POSTED if default_posted else SendMode.SEQUENCE).value}
+        if schedule.repeat[k] > 1:
+            entry["repeat"] = int(schedule.repeat[k])
         if exceptions:
             entry["rank_modes"] = exceptions
         entry["sends"] = sends
@@ -250,6 +253,8 @@ def _toml_text(data: dict[str, Any]) -> str:
              f"unit = {{ name = {_toml_string(unit['name'])}, nbytes = {unit['nbytes']} }}"]
     for phase in data["phases"]:
         lines += ["", "[[phases]]", f"name = {_toml_string(phase['name'])}", f"mode = {_toml_string(phase['mode'])}"]
+        if "repeat" in phase:
+            lines.append(f"repeat = {phase['repeat']}")
         if "rank_modes" in phase:
             modes = ", ".join(f"{_toml_string(r)} = {_toml_string(m)}" for r, m in phase["rank_modes"].items())
             lines.append(f"rank_modes = {{ {modes} }}")

@@ -45,6 +45,8 @@ class PlacedSchedule:
 class Cost:
     """What a model says a schedule costs: in total, per phase, per rank and per channel.
 
+    ``phase_time_s[k]`` is one run of phase k; ``time_s`` and the other sums
+    count a repeated phase as often as it runs.
     ``rank_time_s[r]`` sums, over phases, the time at which rank r's last
     send of the phase ends. ``channel_time_s[c]`` sums, over phases, the time
     at which the last transmission on channel c ends. ``explain`` carries
@@ -63,23 +65,29 @@ class Cost:
 
     @classmethod
     def from_end_times(cls, model: str, placed: PlacedSchedule, end_s: np.ndarray) -> "Cost":
-        """Summarize per-transmission end times (seconds after their phase starts)."""
+        """Summarize per-transmission end times (seconds after their phase starts).
+
+        ``phase_time_s`` is one run of each phase; the totals count a
+        repeated phase as often as it runs.
+        """
         sched = placed.schedule
         nphases = sched.nphases
+        runs = sched.repeat[sched.phase]
         phase_time = np.zeros(nphases)
         if len(end_s):
             np.maximum.at(phase_time, sched.phase, end_s)
-        rank_time = _sum_of_group_max(sched.phase, sched.src, end_s, sched.nprocs)
+        rank_time = _sum_of_group_max(sched.phase, sched.src, end_s * runs, sched.nprocs)
         names = placed.channel_names()
         nchan = len(names)
         per_channel = np.zeros((nphases, nchan))
         if len(end_s):
             np.maximum.at(per_channel, (sched.phase, placed.channel), end_s)
-        nbytes = np.bincount(placed.channel, weights=sched.nbytes, minlength=nchan)
-        count = np.bincount(placed.channel, minlength=nchan)
+        per_channel *= sched.repeat[:, None]
+        nbytes = np.bincount(placed.channel, weights=sched.nbytes * runs, minlength=nchan)
+        count = np.bincount(placed.channel, weights=runs, minlength=nchan).astype(np.int64)
         return cls(
             model=model,
-            time_s=float(phase_time.sum()),
+            time_s=float(phase_time @ sched.repeat),
             phase_names=sched.phase_names,
             phase_time_s=phase_time,
             rank_time_s=rank_time,
@@ -130,7 +138,7 @@ class Model(abc.ABC):
             return 0.0
         phase_time = np.zeros(placed.schedule.nphases)
         np.maximum.at(phase_time, placed.schedule.phase, end)
-        return float(phase_time.sum())
+        return float(phase_time @ placed.schedule.repeat)
 
     def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:
         """The cost of a placed schedule under this model."""

@@ -3,8 +3,10 @@
 Inside a phase every rank's sends are either a *sequence* (blocking sends,
 each starting when the previous one ends) or *posted* together (Isend +
 Waitall: all start at once). All ranks start a phase together; a phase ends
-when its last transmission ends. The arrays are flat so models can price a
-schedule with numpy, without Python loops over ranks.
+when its last transmission ends. A phase may be *repeated*: run ``repeat``
+times in a row with the same transmissions (the P - 1 equal steps of a ring
+allgather), stored once. The arrays are flat so models can price a schedule
+with numpy, without Python loops over ranks.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class Schedule:
 
     ``posted[i]`` tells whether the sender of transmission i posts its sends
     of that phase together (True) or sends them in sequence (False).
+    ``repeat[k]`` (default 1) is how many times phase k runs in a row; the
+    arrays hold its transmissions once.
     """
 
     nprocs: int
@@ -49,8 +53,11 @@ class Schedule:
     phase_names: tuple[str, ...]
     name: str = "schedule"
     unit: SizeUnit = field(default_factory=SizeUnit)
+    repeat: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        repeat = np.ones(self.nphases, np.int64) if self.repeat is None else self.repeat
+        object.__setattr__(self, "repeat", np.ascontiguousarray(repeat, dtype=np.int64))
         for attr, dtype in (("src", np.int64), ("dst", np.int64), ("nbytes", np.float64),
                             ("phase", np.int64), ("posted", bool)):
             object.__setattr__(self, attr, np.ascontiguousarray(getattr(self, attr), dtype=dtype))
@@ -63,6 +70,16 @@ class Schedule:
     def ntransmissions(self) -> int:
         """Number of transmissions in all phases."""
         return len(self.src)
+
+    @property
+    def transmissions_run(self) -> int:
+        """Number of transmissions that run, repeated phases counted as often as they run."""
+        return int(self.repeat[self.phase].sum())
+
+    @property
+    def phases_run(self) -> int:
+        """Number of phases that run, repeated phases counted as often as they run."""
+        return int(self.repeat.sum())
 
     @property
     def nphases(self) -> int:
@@ -80,6 +97,9 @@ class Schedule:
             (~np.isfinite(self.nbytes) | (self.nbytes < 0), "nbytes must be a finite size >= 0"),
             ((self.phase < 0) | (self.phase >= max(self.nphases, 1)), "phase index out of range"),
         )
+        if self.repeat.shape != (self.nphases,) or np.any(self.repeat < 1):
+            raise InputError(f"expected one repeat count >= 1 per phase, got {self.repeat.tolist()}",
+                             where="repeat")
         for bad, expected in checks:
             if np.any(bad):
                 i = int(np.argmax(bad))
@@ -101,7 +121,7 @@ class Schedule:
     def scaled(self, factor: float) -> "Schedule":
         """The same schedule with every size multiplied by ``factor``."""
         return Schedule(self.nprocs, self.src, self.dst, self.nbytes * factor, self.phase,
-                        self.posted, self.phase_names, self.name, self.unit)
+                        self.posted, self.phase_names, self.name, self.unit, self.repeat)
 
     def in_units(self, nbytes: float) -> float:
         """A byte count expressed in the schedule's display unit."""
@@ -117,16 +137,19 @@ class ScheduleBuilder:
         self.unit = unit or SizeUnit()
         self._phase_names: list[str] = []
         self._default_mode: list[SendMode] = []
+        self._repeat: list[int] = []
         self._modes: list[dict[int, SendMode]] = []
         self._src: list[int] = []
         self._dst: list[int] = []
         self._nbytes: list[float] = []
         self._phase: list[int] = []
 
-    def phase(self, name: str | None = None, mode: SendMode = SendMode.SEQUENCE) -> "ScheduleBuilder":
-        """Start a new phase; its sends run after every send of the previous phase."""
+    def phase(self, name: str | None = None, mode: SendMode = SendMode.SEQUENCE,
+              repeat: int = 1) -> "ScheduleBuilder":
+        """Start a new phase (run ``repeat`` times); its sends run after every send of the previous phase."""
         self._phase_names.append(name or f"phase {len(self._phase_names)}")
         self._default_mode.append(mode)
+        self._repeat.append(repeat)
         self._modes.append({})
         return self
 
@@ -164,4 +187,5 @@ class ScheduleBuilder:
             phase_names=tuple(self._phase_names),
             name=self.name,
             unit=self.unit,
+            repeat=np.array(self._repeat, dtype=np.int64),
         )

@@ -1,12 +1,13 @@
 """Pricing a whole selection grid: algorithms x process counts x message sizes.
 
-For each (algorithm, P) the schedule is built and placed once when the
-algorithm's schedule scales with the message size
-(:meth:`Algorithm.scales_with_size`, e.g. Open MPI's unsegmented trees),
-and a model that can price a size sweep in one pass
-(:meth:`TauLop.price_scaled`) prices all sizes at once. Otherwise each
-case is built and priced on its own. Both give the same numbers (tested);
-the first is what makes selection tables over hundreds of cases cheap.
+For each (algorithm, P) the sizes are grouped by the size n0 their schedule
+scales from (:meth:`Algorithm.scale_unit`: 1 for Open MPI's unsegmented
+trees, P for scatter-allgather with equal blocks, ...); each group is built
+and placed once, at n0, and a model that can price a size sweep in one
+pass (:meth:`TauLop.price_scaled`) prices the whole group at once. Sizes
+with no such n0 are built and priced on their own. Both give the same
+numbers (tested); the first is what makes selection tables over thousands
+of cases cheap.
 """
 
 from __future__ import annotations
@@ -39,19 +40,24 @@ def price_grid(algorithms: Sequence[Algorithm], procs: Sequence[int], sizes: Seq
                mapping_of: Callable[[int], Mapping], model: Model, root: int = 0,
                params: dict[str, int] | None = None, sweep: bool = True) -> Grid:
     """Price every (algorithm, P, size); ``sweep=False`` builds and prices each case on its own."""
-    sizes_arr = np.asarray(sizes, dtype=np.float64)
     out = np.empty((len(algorithms), len(procs), len(sizes)))
     for p_index, nprocs in enumerate(procs):
         mapping = mapping_of(nprocs)
         for a_index, algorithm in enumerate(algorithms):
             mine = {k: v for k, v in (params or {}).items() if any(p.name == k for p in algorithm.params)}
             values = algorithm.resolve_params(mine)
-            if sweep and algorithm.scales_with_size(values) and hasattr(model, "price_scaled") and min(sizes) > 0:
-                unit = build(algorithm, Case(algorithm.collective, nprocs, 1, root), values).schedule
-                placed = PlacedSchedule.of(unit, platform, mapping)
-                out[a_index, p_index] = model.price_scaled(placed, sizes_arr)
-                continue
+            groups: dict[int, list[int]] = {}
             for m_index, nbytes in enumerate(sizes):
-                schedule = build(algorithm, Case(algorithm.collective, nprocs, int(nbytes), root), values).schedule
-                out[a_index, p_index, m_index] = model.total_time_s(PlacedSchedule.of(schedule, platform, mapping))
+                unit = algorithm.scale_unit(values, nprocs, int(nbytes)) if sweep else None
+                key = unit if unit is not None and hasattr(model, "price_scaled") else -1 - m_index
+                groups.setdefault(key, []).append(m_index)
+            for key, members in groups.items():
+                nbytes = key if key > 0 else int(sizes[members[0]])
+                schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+                placed = PlacedSchedule.of(schedule, platform, mapping)
+                if key > 0:
+                    factors = np.array([sizes[i] for i in members], dtype=np.float64) / key
+                    out[a_index, p_index, members] = model.price_scaled(placed, factors)
+                else:
+                    out[a_index, p_index, members[0]] = model.total_time_s(placed)
     return Grid(tuple(algorithms), tuple(procs), tuple(int(m) for m in sizes), out)

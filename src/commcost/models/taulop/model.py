@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
 from commcost.models.taulop.engine import simulate_phase, staircase
-from commcost.models.taulop.jobs import build_jobs
+from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
 
 
@@ -20,6 +21,18 @@ def channel_laws(params: TauLopParams, placed: PlacedSchedule) -> list[Transmiss
         params.law(ch.name, ch.transfers) if index in used else None  # type: ignore[misc]
         for index, ch in enumerate(placed.platform.channels)
     ]
+
+
+@dataclass(frozen=True, eq=False)
+class _Split:
+    """A schedule's jobs (keyed by phase and rank): ``easy`` ones for the staircase, the transmissions of
+    chained domains as ``hard`` (indices, that phase's jobs) for the event loop."""
+
+    jobs: PhaseJobs
+    group: np.ndarray  # (phase, domain) of each job
+    phase_of_job: np.ndarray
+    easy: np.ndarray
+    hard: list[tuple[np.ndarray, PhaseJobs]]
 
 
 @register_model
@@ -41,28 +54,50 @@ class TauLop(Model):
             yield sl, build_jobs(s.src[sl], placed.channel[sl], placed.domain[sl], s.nbytes[sl],
                                  s.posted[sl], merge_a1=self.merge_a1)
 
-    def _whole_schedule_jobs(self, placed: PlacedSchedule):
-        """All phases' jobs at once, keyed by (phase, rank); None when some job waits for another."""
+    def _split(self, placed: PlacedSchedule) -> "_Split":
+        """All phases' jobs at once, keyed by (phase, rank), split into those the staircase prices and
+        those the event loop must run.
+
+        A contention domain of a phase is *chained* when some job in it waits
+        for another job of its rank (a chain of blocking sends across
+        channels). Domains do not interfere (A3), so every job of an
+        unchained domain starts at 0 and the staircase is exact there; the
+        jobs of chained domains (and so every job of every waiting chain) go
+        to the event loop, phase by phase.
+        """
         s = placed.schedule
         key = s.phase * s.nprocs + s.src  # A1 and chains are per (phase, rank)
         jobs = build_jobs(key, placed.channel, placed.domain, s.nbytes, s.posted, merge_a1=self.merge_a1)
-        if not jobs.all_start_together:
-            return None, None
         phase_of_job = jobs.src // s.nprocs
         group = phase_of_job * (int(placed.domain.max(initial=0)) + 1) + jobs.domain
-        return jobs, group
+        if jobs.all_start_together:
+            return _Split(jobs, group, phase_of_job, np.ones(jobs.njobs, bool), [])
+        in_chain = (jobs.chain_next >= 0) | (jobs.position > 0)
+        chained_groups = np.unique(group[in_chain])
+        easy = ~np.isin(group, chained_groups)
+        hard_tx = ~easy[jobs.job_of_transmission]
+        parts = []
+        for sl in s.phase_slices():
+            idx = np.flatnonzero(hard_tx[sl]) + sl.start
+            if len(idx):
+                parts.append((idx, build_jobs(s.src[idx], placed.channel[idx], placed.domain[idx], s.nbytes[idx],
+                                              s.posted[idx], merge_a1=self.merge_a1)))
+        return _Split(jobs, group, phase_of_job, easy, parts)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         laws = channel_laws(self.params, placed)
-        if self.fast:  # one vectorized staircase over every phase when no job waits for another
-            jobs, group = self._whole_schedule_jobs(placed)
-            if jobs is not None:
-                job_end, _ = staircase(group, jobs.channel, jobs.nbytes, laws)
-                return job_end[jobs.job_of_transmission]
-        end = np.zeros(placed.schedule.ntransmissions)
-        for sl, jobs in self._phase_jobs(placed):
-            result = simulate_phase(jobs, laws, fast=self.fast)
-            end[sl] = result.job_end_s[jobs.job_of_transmission]
+        if not self.fast:
+            end = np.zeros(placed.schedule.ntransmissions)
+            for sl, jobs in self._phase_jobs(placed):
+                end[sl] = simulate_phase(jobs, laws, fast=False).job_end_s[jobs.job_of_transmission]
+            return end
+        split = self._split(placed)
+        jobs, easy = split.jobs, split.easy
+        job_end = np.zeros(jobs.njobs)
+        job_end[easy], _ = staircase(split.group[easy], jobs.channel[easy], jobs.nbytes[easy], laws)
+        end = job_end[jobs.job_of_transmission]
+        for idx, part in split.hard:
+            end[idx] = simulate_phase(part, laws, fast=False).job_end_s[part.job_of_transmission]
         return end
 
     def price_scaled(self, placed: PlacedSchedule, factors: np.ndarray) -> np.ndarray:
@@ -70,26 +105,37 @@ class TauLop(Model):
 
         For message-size sweeps of schedules whose sizes all scale with the
         message (unsegmented trees): equal to pricing each scaled schedule,
-        but one sort and one law evaluation per piece serve every factor.
+        but one sort and one law evaluation per piece serve every factor;
+        only the domains reached by chains of blocking sends (:meth:`_split`)
+        run the event loop once per factor.
         """
         factors = np.asarray(factors, dtype=np.float64)
-        laws = channel_laws(self.params, placed)
         s = placed.schedule
-        jobs, group = self._whole_schedule_jobs(placed) if self.fast else (None, None)
-        if jobs is None:
-            return np.array([self.price(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
-                                                       placed.channel, placed.domain)).time_s for f in factors])
-        job_end, _ = staircase(group, jobs.channel, jobs.nbytes, laws, scale=factors)
-        phase_of_job = jobs.src // s.nprocs
+        if not self.fast:
+            return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
+                                                              placed.channel, placed.domain)) for f in factors])
+        laws = channel_laws(self.params, placed)
+        split = self._split(placed)
+        jobs, easy = split.jobs, split.easy
         phase_time = np.zeros((len(factors), s.nphases))
-        for k in range(len(factors)):
-            np.maximum.at(phase_time[k], phase_of_job, job_end[k])
-        return phase_time.sum(axis=1)
+        if np.any(easy):
+            job_end, _ = staircase(split.group[easy], jobs.channel[easy], jobs.nbytes[easy], laws, scale=factors)
+            phases = split.phase_of_job[easy]
+            for k in range(len(factors)):
+                np.maximum.at(phase_time[k], phases, job_end[k])
+        for idx, part in split.hard:
+            phase = int(s.phase[idx[0]])
+            for k, f in enumerate(factors.tolist()):
+                scaled = replace(part, nbytes=part.nbytes * f)
+                ends = simulate_phase(scaled, laws, fast=False).job_end_s
+                phase_time[k, phase] = max(phase_time[k, phase], float(ends.max(initial=0.0)))
+        return phase_time @ s.repeat
 
     def formula(self, placed: PlacedSchedule) -> tuple[algebra.Sum, list[algebra.Sum]]:
         """The paper's cost expression: the whole schedule (A1-merged) and each phase."""
         phases = [algebra.phase_expression(jobs) for _, jobs in self._phase_jobs(placed)]
-        return algebra.merge_a1(algebra.concat(phases)), phases
+        runs = [expr for expr, k in zip(phases, placed.schedule.repeat.tolist()) for _ in range(k)]
+        return algebra.merge_a1(algebra.concat(runs)), phases
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         laws = channel_laws(self.params, placed)
