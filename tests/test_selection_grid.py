@@ -50,13 +50,14 @@ def test_every_open_mpi_bcast_scales_somewhere():
 
 @pytest.mark.parametrize("model", [TauLop(two_channel_params()), LogGP(LogGPParams(1e-6, 5e-7, 6e-7, 3e-10))],
                          ids=["taulop", "loggp"])
-def test_sweep_equals_case_by_case(model):
+@pytest.mark.parametrize("params", [None, {"segsize": 8192}], ids=["defaults", "segsize"])
+def test_sweep_equals_case_by_case(model, params):
     platform = cluster(8, 4)
     sizes = [1, 100, 4096, 65536, 1 << 20]
     procs = [2, 5, 16, 32]
     mapping_of = lambda p: Mapping.sequential(platform, p, 4)  # noqa: E731
-    fast = price_grid(OMPI_BCAST, procs, sizes, platform, mapping_of, model)
-    slow = price_grid(OMPI_BCAST, procs, sizes, platform, mapping_of, model, sweep=False)
+    fast = price_grid(OMPI_BCAST, procs, sizes, platform, mapping_of, model, params=params)
+    slow = price_grid(OMPI_BCAST, procs, sizes, platform, mapping_of, model, params=params, sweep=False)
     assert np.allclose(fast.time_s, slow.time_s, rtol=1e-12)
     assert fast.time_s.shape == (9, 4, 5) and np.all(fast.time_s > 0)
     assert np.array_equal(fast.best(), slow.best())

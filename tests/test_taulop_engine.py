@@ -173,3 +173,33 @@ def test_rank_times_dense_and_sorted_paths_agree():
     big = 4_000_001 // 7 + 1  # as many ranks as force the sorted path
     sparse = base._sum_of_group_max(phase, rank, value, big)[:300]
     assert np.allclose(dense, sparse)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 16), st.integers(1, 80), st.floats(0, 1))
+def test_staircase_outside_chained_domains_equals_the_event_loop_everywhere(seed, nprocs, ntx, posted_share):
+    """With chains of blocking sends across channels, the fast path runs the event loop only for the
+    domains the chains reach and the staircase elsewhere (A3); it must equal the event loop on all."""
+    schedule = random_schedule(seed, nprocs, ntx, 3, posted_share)
+    placed = PlacedSchedule.of(schedule, PLATFORM, Mapping.sequential(PLATFORM, nprocs, -(-nprocs // 2)))
+    fast = TauLop(PARAMS, fast=True).end_times(placed)
+    events = TauLop(PARAMS, fast=False).end_times(placed)
+    assert np.allclose(fast, events, rtol=1e-9, atol=1e-15)
+    factors = np.array([0.5, 1.0, 7.0])
+    swept = TauLop(PARAMS, fast=True).price_scaled(placed, factors)
+    one_by_one = [TauLop(PARAMS, fast=False).total_time_s(PlacedSchedule.of(schedule.scaled(f), PLATFORM,
+                                                                              placed.mapping)) for f in factors]
+    assert np.allclose(swept, one_by_one, rtol=1e-9, atol=1e-15)
+
+
+def test_split_binary_tree_chains_cross_node_edges_and_stay_exact():
+    """Open MPI's split binary tree sends in sequence to children on two channels (a node's edge): those
+    domains need the event loop, the others do not."""
+    from commcost.collectives import Case, Collective, build, find
+
+    platform = two_node_platform(cores=32)
+    schedule = build(find(Collective.BCAST, "split_binary_tree"), Case(Collective.BCAST, 64, 1 << 16)).schedule
+    placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 64, 32))
+    split = TauLop(PARAMS)._split(placed)
+    assert split.hard and np.any(split.easy) and not np.all(split.easy)
+    assert np.allclose(TauLop(PARAMS).end_times(placed), TauLop(PARAMS, fast=False).end_times(placed), rtol=1e-9)

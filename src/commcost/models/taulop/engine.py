@@ -131,6 +131,55 @@ def staircase(group: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, laws: 
     return job_end, None
 
 
+def staircase_phase_times(group: np.ndarray, phase: np.ndarray, channel: np.ndarray, nbytes: np.ndarray,
+                          laws: list[TransmissionLaw], scale: np.ndarray, nphases: int) -> np.ndarray:
+    """``(K, nphases)``: each phase's last end, for jobs that all start at once, sizes times each factor.
+
+    The same staircase as :func:`staircase` (a group's last job ends after
+    the sum of its pieces tau||T(delta)), but only what a total needs: the
+    pieces are priced once per distinct (channel, tau, delta), however many
+    groups share them (the nodes of a regular collective repeat each
+    other), and each phase keeps its slowest group. ``group`` must number
+    groups so that a group lies in one ``phase``.
+    """
+    factors = np.asarray(scale, dtype=np.float64)
+    out = np.zeros((len(factors), nphases))
+    if not len(group):
+        return out
+    order = np.lexsort((nbytes, group))
+    dom, size, chan = group[order], nbytes[order], channel[order]
+    n = len(order)
+    group_start = np.ones(n, dtype=bool)
+    group_start[1:] = dom[1:] != dom[:-1]
+    start_idx = np.flatnonzero(group_start)
+    gid = np.cumsum(group_start) - 1
+    tau = np.diff(np.append(start_idx, n))[gid] - (np.arange(n) - start_idx[gid])
+    delta = np.diff(size, prepend=0.0)
+    delta[group_start] = size[group_start]
+    charged = group_start | (delta > 0)
+    p_chan, p_tau, p_delta = chan[charged], tau[charged], delta[charged]
+    # distinct pieces: sort by (channel, tau, delta) and cut where any changes
+    by = np.lexsort((p_delta, p_tau, p_chan))
+    new = np.ones(len(by), dtype=bool)
+    new[1:] = (np.diff(p_chan[by]) != 0) | (np.diff(p_tau[by]) != 0) | (np.diff(p_delta[by]) != 0)
+    first = by[new]
+    inverse = np.empty(len(by), dtype=np.int64)
+    inverse[by] = np.cumsum(new) - 1
+    u_chan, u_tau, u_delta = p_chan[first], p_tau[first], p_delta[first]
+    cost = np.empty((len(first), len(factors)))
+    for c in np.unique(u_chan).tolist():
+        sel = u_chan == c
+        d = u_delta[sel][:, None] * factors[None, :]
+        cost[sel] = laws[c].times(d, np.broadcast_to(u_tau[sel][:, None], d.shape)).reshape(d.shape)
+    # each group's total: its pieces, in order, are consecutive
+    piece_group_start = np.flatnonzero(group_start[charged])
+    group_total = np.add.reduceat(cost[inverse], piece_group_start, axis=0)
+    group_phase = phase[order][start_idx]
+    phase_first = np.flatnonzero(np.diff(group_phase, prepend=-1) != 0)
+    out[:, group_phase[phase_first]] = np.maximum.reduceat(group_total, phase_first, axis=0).T
+    return out
+
+
 def _events(jobs: PhaseJobs, laws: list[TransmissionLaw], trace: bool) -> PhaseResult:
     """General case: chains of jobs; an event loop over piece ends and joins."""
     dom_keys, job_dom_arr = np.unique(jobs.domain, return_inverse=True)

@@ -9,18 +9,27 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
-from commcost.models.taulop.engine import simulate_phase, staircase
+from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
 
 
-def channel_laws(params: TauLopParams, placed: PlacedSchedule) -> list[TransmissionLaw]:
-    """The compiled law of each channel the schedule uses (None for the others)."""
+def channel_laws(params: TauLopParams, placed: PlacedSchedule,
+                 cache: dict[tuple[str, tuple[str, ...]], TransmissionLaw] | None = None) -> list[TransmissionLaw]:
+    """The compiled law of each channel the schedule uses (None for the others); ``cache`` keeps compiled
+    laws between calls (a law compiles its tables once per tau)."""
     used = set(np.unique(placed.channel).tolist())
-    return [
-        params.law(ch.name, ch.transfers) if index in used else None  # type: ignore[misc]
-        for index, ch in enumerate(placed.platform.channels)
-    ]
+    cache = {} if cache is None else cache
+    laws = []
+    for index, ch in enumerate(placed.platform.channels):
+        if index not in used:
+            laws.append(None)
+            continue
+        key = (ch.name, ch.transfers)
+        if key not in cache:
+            cache[key] = params.law(ch.name, ch.transfers)
+        laws.append(cache[key])
+    return laws  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +56,7 @@ class TauLop(Model):
         super().__init__(params)
         self.fast = fast
         self.merge_a1 = merge_a1
+        self._laws: dict[tuple[str, tuple[str, ...]], TransmissionLaw] = {}
 
     def _phase_jobs(self, placed: PlacedSchedule):
         s = placed.schedule
@@ -85,7 +95,7 @@ class TauLop(Model):
         return _Split(jobs, group, phase_of_job, easy, parts)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        laws = channel_laws(self.params, placed)
+        laws = channel_laws(self.params, placed, self._laws)
         if not self.fast:
             end = np.zeros(placed.schedule.ntransmissions)
             for sl, jobs in self._phase_jobs(placed):
@@ -114,15 +124,15 @@ class TauLop(Model):
         if not self.fast:
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
-        laws = channel_laws(self.params, placed)
+        laws = channel_laws(self.params, placed, self._laws)
         split = self._split(placed)
         jobs, easy = split.jobs, split.easy
-        phase_time = np.zeros((len(factors), s.nphases))
-        if np.any(easy):
-            job_end, _ = staircase(split.group[easy], jobs.channel[easy], jobs.nbytes[easy], laws, scale=factors)
-            phases = split.phase_of_job[easy]
-            for k in range(len(factors)):
-                np.maximum.at(phase_time[k], phases, job_end[k])
+        if split.hard:
+            phase_time = staircase_phase_times(split.group[easy], split.phase_of_job[easy], jobs.channel[easy],
+                                               jobs.nbytes[easy], laws, factors, s.nphases)
+        else:
+            phase_time = staircase_phase_times(split.group, split.phase_of_job, jobs.channel, jobs.nbytes, laws,
+                                               factors, s.nphases)
         for idx, part in split.hard:
             phase = int(s.phase[idx[0]])
             for k, f in enumerate(factors.tolist()):
@@ -138,7 +148,7 @@ class TauLop(Model):
         return algebra.merge_a1(algebra.concat(runs)), phases
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
-        laws = channel_laws(self.params, placed)
+        laws = channel_laws(self.params, placed, self._laws)
         ids = [ch.id for ch in placed.platform.channels]
         unit = placed.schedule.unit.nbytes
         total, phases = self.formula(placed)
