@@ -118,20 +118,45 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
     child order.
     This is ``ompi_coll_base_bcast_intra_generic`` (coll_base_bcast.c) in
     phases; see the module docstring for what the phase barrier adds.
+
+    Once every sending depth is busy and before any edge sends the last
+    (possibly short) segment, the steps repeat the same transmissions
+    (each edge a full segment); unless payloads are kept, those steady
+    steps are stored once as a repeated phase, so a pipeline of S segments
+    over a tree of height H is stored in about 2H phases, not H + S - 1.
     """
     if tree.nprocs < 2:
         return
     src, dst, _ = tree.by_depth()
     part = np.zeros(len(src), np.int64) if part_of is None else part_of[dst]
     nseg = np.array([len(b) - 1 for b in bounds], dtype=np.int64)[part]
-    # every edge carries its part's segments 0..nseg-1; edge-major, so a phase keeps the child order
-    edge = np.repeat(np.arange(len(src)), nseg)
-    seg = np.arange(len(edge)) - np.repeat(np.cumsum(nseg) - nseg, nseg)
+    depth = tree.depth[src]
+    height = int(depth.max()) + 1  # depths that send
+    full = np.array([np.all(np.diff(b) == b[1] - b[0]) for b in bounds])[part]  # last segment full too
+    # steps height-1 .. height-2+steady: every depth sends, and a full segment (a short last one excluded)
+    steady = int(nseg.min()) - height + (1 if np.all(full) else 0)
+    repeat: dict[int, int] = {}
+    if rec.compact and steady >= 2:
+        # steps height-1 .. height-2+steady are the same transmissions: keep the first, run it `steady` times
+        lo = height - 1 - depth  # last segment before the steady run, per edge
+        hi = lo + steady  # first segment after it
+        kept = (lo + 1) + (nseg - hi)
+        edge = np.repeat(np.arange(len(src)), kept)
+        k = np.arange(len(edge)) - np.repeat(np.cumsum(kept) - kept, kept)
+        seg = np.where(k <= lo[edge], k, k - (lo[edge] + 1) + hi[edge])
+        step = depth[edge] + seg
+        step = np.where(step > height - 1, step - (steady - 1), step)
+        repeat = {height - 1: steady}
+    else:
+        # every edge carries its part's segments 0..nseg-1; edge-major, so a phase keeps the child order
+        edge = np.repeat(np.arange(len(src)), nseg)
+        seg = np.arange(len(edge)) - np.repeat(np.cumsum(nseg) - nseg, nseg)
+        step = depth[edge] + seg
     offsets = np.concatenate(bounds)
     first = np.cumsum([0] + [len(b) for b in bounds])[:-1][part[edge]]
-    rec.staged_sends(tree.depth[src][edge] + seg, to_ranks(src, case.root, case.nprocs)[edge],
+    rec.staged_sends(step, to_ranks(src, case.root, case.nprocs)[edge],
                      to_ranks(dst, case.root, case.nprocs)[edge], offsets[first + seg], offsets[first + seg + 1],
-                     label, mode)
+                     label, mode, repeat)
 
 
 def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
@@ -140,35 +165,35 @@ def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
 
 
 @register(Collective.BCAST, "ompi", "chain", "root feeds `fanout` pipelined chains (build_chain)",
-          params=(SEGSIZE, CHAIN_FANOUT), id=2, scales=_unsegmented)
+          params=(SEGSIZE, CHAIN_FANOUT), id=2, scales=_unsegmented, pipelined=True)
 def chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_chain``: the generic pipeline over ``build_chain(fanout)``."""
     _generic(rec, case, build_chain(params["fanout"], case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "pipeline", "one pipelined chain through all ranks (build_chain, fanout 1)",
-          params=(SEGSIZE,), id=3, scales=_unsegmented)
+          params=(SEGSIZE,), id=3, scales=_unsegmented, pipelined=True)
 def pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_pipeline``: the generic pipeline over ``build_chain(1)``."""
     _generic(rec, case, build_chain(1, case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "binary_tree", "pipelined binary tree (build_tree, fanout 2)",
-          params=(SEGSIZE,), id=5, scales=_unsegmented)
+          params=(SEGSIZE,), id=5, scales=_unsegmented, pipelined=True)
 def binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_bintree``: the generic pipeline over ``build_tree(2)``."""
     _generic(rec, case, build_tree(2, case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "binomial", "pipelined binomial tree (build_bmtree)",
-          params=(SEGSIZE,), id=6, scales=_unsegmented)
+          params=(SEGSIZE,), id=6, scales=_unsegmented, pipelined=True)
 def binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_binomial``: the generic pipeline over ``build_bmtree``."""
     _generic(rec, case, build_bmtree(case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "knomial", "pipelined k-nomial tree of radix `radix` (build_kmtree)",
-          params=(SEGSIZE, RADIX), id=7, scales=_unsegmented)
+          params=(SEGSIZE, RADIX), id=7, scales=_unsegmented, pipelined=True)
 def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_knomial``: the generic pipeline over ``build_kmtree(radix)``."""
     _generic(rec, case, build_kmtree(params["radix"], case.nprocs), params["segsize"])

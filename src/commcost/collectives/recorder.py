@@ -67,10 +67,11 @@ class Recorder:
         return self
 
     def staged_sends(self, step: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
-                     stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED) -> "Recorder":
+                     stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED,
+                     repeat: dict[int, int] | None = None) -> "Recorder":
         """Many phases in one batch: transmission i runs in phase ``step[i]`` of a run of new phases,
         one per distinct step in increasing order (named ``label step t``); within a phase and a
-        sender, transmissions keep their order in the arrays."""
+        sender, transmissions keep their order in the arrays. ``repeat[t]`` runs step t that often."""
         self._flush()
         step, src, dst, start, stop = (np.asarray(a, dtype=np.int64) for a in (step, src, dst, start, stop))
         if not len(step):
@@ -83,9 +84,11 @@ class Recorder:
             steps, local = np.unique(step, return_inverse=True)
             order = np.argsort(local, kind="stable")
         first = len(self._names)
-        self._names.extend(f"{label} step {t}" for t in steps.tolist())
+        repeat = repeat or {}
+        self._names.extend(f"{label} step {t}" + (f" x{repeat[t]}" if repeat.get(t, 1) > 1 else "")
+                           for t in steps.tolist())
         self._posted.extend([mode is SendMode.POSTED] * len(steps))
-        self._repeat.extend([1] * len(steps))
+        self._repeat.extend(repeat.get(t, 1) for t in steps.tolist())
         src, dst, start, stop = src[order], dst[order], start[order], stop[order]
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.zeros(len(src), bool),
                      phase=first + local[order])

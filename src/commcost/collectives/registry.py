@@ -34,6 +34,7 @@ class Algorithm:
     params: tuple[Param, ...] = ()
     id: int | None = None
     scales: ScaleUnit | None = None
+    pipelined: bool = False  # the schedule is a tree_pipeline of `segsize` segments over its one-segment schedule
 
     def scale_unit(self, params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
         """A size n0 whose schedule, every size times ``nbytes / n0``, is the schedule for ``nbytes``; or None.
@@ -72,17 +73,19 @@ ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
 
 def register(collective: Collective, library: str, name: str, description: str,
              params: tuple[Param, ...] = (), id: int | None = None,
-             scales: ScaleUnit | None = None) -> Callable[[Builder], Builder]:
+             scales: ScaleUnit | None = None, pipelined: bool = False) -> Callable[[Builder], Builder]:
     """Decorator: register ``builder`` as ``library.name`` for ``collective``.
 
     ``scales(params, nprocs, nbytes)`` gives the size whose schedule scales to
-    the one for ``nbytes``, or None (see :meth:`Algorithm.scale_unit`).
+    the one for ``nbytes``, or None (see :meth:`Algorithm.scale_unit`). ``pipelined``: the schedule for
+    n bytes is the posted pipeline of ``segsize`` segments over the tree of its one-segment schedule
+    (:func:`commcost.collectives.ompi_bcast.tree_pipeline`), so a model may price it from the tree.
     """
     if library not in LIBRARIES:
         raise ValueError(f"library must be one of {LIBRARIES}")
 
     def wrap(builder: Builder) -> Builder:
-        algorithm = Algorithm(collective, library, name, builder, description, params, id, scales)
+        algorithm = Algorithm(collective, library, name, builder, description, params, id, scales, pipelined)
         if (collective, algorithm.key) in ALGORITHMS:
             raise ValueError(f"{collective.value} {algorithm.key} is registered twice")
         ALGORITHMS[(collective, algorithm.key)] = algorithm

@@ -131,14 +131,18 @@ class Model(abc.ABC):
         """Model-specific detail for ``--explain``; empty unless a model has something to say."""
         return {}
 
-    def total_time_s(self, placed: PlacedSchedule) -> float:
-        """Only the total: the sum over phases of each phase's last end (cheaper than :meth:`price`)."""
+    def phase_times_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """One run of each phase: its last end."""
         end = self.end_times(placed)
-        if not len(end):
-            return 0.0
         phase_time = np.zeros(placed.schedule.nphases)
-        np.maximum.at(phase_time, placed.schedule.phase, end)
-        return float(phase_time @ placed.schedule.repeat)
+        if len(end):
+            np.maximum.at(phase_time, placed.schedule.phase, end)
+        return phase_time
+
+    def total_time_s(self, placed: PlacedSchedule) -> float:
+        """Only the total: the sum over phases of each phase's last end, times its repeats (cheaper than
+        :meth:`price`)."""
+        return float(self.phase_times_s(placed) @ placed.schedule.repeat)
 
     def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:
         """The cost of a placed schedule under this model."""

@@ -19,6 +19,8 @@ import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
 from commcost.models import Model, PlacedSchedule
+from commcost.models.taulop.model import TauLop
+from commcost.selection.pipeline_price import pipeline_time_s
 from commcost.platform import Mapping, Platform
 
 
@@ -45,19 +47,68 @@ def price_grid(algorithms: Sequence[Algorithm], procs: Sequence[int], sizes: Seq
         mapping = mapping_of(nprocs)
         for a_index, algorithm in enumerate(algorithms):
             mine = {k: v for k, v in (params or {}).items() if any(p.name == k for p in algorithm.params)}
-            values = algorithm.resolve_params(mine)
-            groups: dict[int, list[int]] = {}
-            for m_index, nbytes in enumerate(sizes):
-                unit = algorithm.scale_unit(values, nprocs, int(nbytes)) if sweep else None
-                key = unit if unit is not None and hasattr(model, "price_scaled") else -1 - m_index
-                groups.setdefault(key, []).append(m_index)
-            for key, members in groups.items():
-                nbytes = key if key > 0 else int(sizes[members[0]])
-                schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
-                placed = PlacedSchedule.of(schedule, platform, mapping)
-                if key > 0:
-                    factors = np.array([sizes[i] for i in members], dtype=np.float64) / key
-                    out[a_index, p_index, members] = model.price_scaled(placed, factors)
-                else:
-                    out[a_index, p_index, members[0]] = model.total_time_s(placed)
+            out[a_index, p_index] = price_sizes(algorithm, mine, nprocs, sizes, platform, mapping, model, root,
+                                                sweep)
     return Grid(tuple(algorithms), tuple(procs), tuple(int(m) for m in sizes), out)
+
+
+def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes: Sequence[int],
+                platform: Platform, mapping: Mapping, model: Model, root: int = 0,
+                sweep: bool = True, bound: np.ndarray | None = None) -> np.ndarray:
+    """Seconds for one algorithm (with ``params``) on ``nprocs`` ranks at every size: one build per size
+    class, one pass per class when the model can sweep (see the module docstring).
+
+    With ``bound`` (seconds per size, e.g. the best time of other algorithms), a size where a cheap
+    lower bound already reaches the bound is not priced and gets ``inf``: it cannot be the fastest.
+    """
+    values = algorithm.resolve_params(params)
+    out = np.empty(len(sizes))
+    groups: dict[int, list[int]] = {}
+    for m_index, nbytes in enumerate(sizes):
+        unit = algorithm.scale_unit(values, nprocs, int(nbytes)) if sweep else None
+        key = unit if unit is not None and hasattr(model, "price_scaled") else -1 - m_index
+        groups.setdefault(key, []).append(m_index)
+    segsize = values.get("segsize", 0)
+    if sweep and algorithm.pipelined and isinstance(model, TauLop) and segsize > 0:
+        # a segmented tree pipeline under tau-Lop: priced from its tree (pipeline_price), no schedule built
+        long = [i for i in range(len(sizes)) if sizes[i] > segsize]
+        if long:
+            unit = build(algorithm, Case(algorithm.collective, nprocs, 1, root), values).schedule
+            placed = PlacedSchedule.of(unit, platform, mapping)
+            laws = [law for law in model.laws_for(placed) if law is not None]
+            for i in long:
+                nseg = -(-int(sizes[i]) // segsize)
+                last = float(sizes[i] - (nseg - 1) * segsize)
+                # every phase lasts at least one lone transmission of the last segment on the cheapest channel
+                floor = (unit.nphases + nseg - 1) * min(law.time(last, 1) for law in laws)
+                if bound is not None and floor >= bound[i]:
+                    out[i] = np.inf
+                    continue
+                out[i] = pipeline_time_s(model, placed, nseg, float(segsize), last)
+            groups = {k: [i for i in v if i not in long] for k, v in groups.items()}
+            groups = {k: v for k, v in groups.items() if v}
+    phases_seen: dict[bytes, np.ndarray] = {}
+    for key, members in groups.items():
+        nbytes = key if key > 0 else int(sizes[members[0]])
+        schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+        if key > 0:
+            placed = PlacedSchedule.of(schedule, platform, mapping)
+            factors = np.array([sizes[i] for i in members], dtype=np.float64) / key
+            out[members] = model.price_scaled(placed, factors)  # type: ignore[attr-defined]
+            continue
+        # sizes whose schedules differ only in how often phases repeat (a long pipeline's steady steps)
+        # share one pricing of the phases
+        same = _without_repeats(schedule) if sweep else b""
+        phase_time = phases_seen.get(same) if sweep else None
+        if phase_time is None:
+            phase_time = model.phase_times_s(PlacedSchedule.of(schedule, platform, mapping))
+            if sweep:
+                phases_seen[same] = phase_time
+        out[members[0]] = float(phase_time @ schedule.repeat)
+    return out
+
+
+def _without_repeats(schedule) -> bytes:
+    """A schedule's transmissions and phases, all but the repeat counts, as one key."""
+    parts = (schedule.src, schedule.dst, schedule.nbytes, schedule.phase, schedule.posted)
+    return b"|".join(np.ascontiguousarray(a).tobytes() for a in parts) + str(schedule.nprocs).encode()

@@ -58,6 +58,10 @@ class TauLop(Model):
         self.merge_a1 = merge_a1
         self._laws: dict[tuple[str, tuple[str, ...]], TransmissionLaw] = {}
 
+    def laws_for(self, placed: PlacedSchedule) -> list[TransmissionLaw]:
+        """The compiled T^c(m, tau) of each channel the schedule uses (None for the others)."""
+        return channel_laws(self.params, placed, self._laws)
+
     def _phase_jobs(self, placed: PlacedSchedule):
         s = placed.schedule
         for sl in s.phase_slices():

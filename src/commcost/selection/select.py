@@ -1,0 +1,128 @@
+"""Model-based selection: the fastest algorithm, with its tunables, for every (P, n) of a grid.
+
+The candidates are every algorithm of a collective and library, each with
+every combination of the values given for its tunables (decision
+variables, paper 004 section 7: "the segment size another decision
+variable with values from a small discrete set, say {8K, 16K, 32K, 64K,
+128K}"). A pricer gives each candidate's predicted time over the grid; the
+fastest per (P, n) becomes the decision (ties go to the candidate listed
+first: Open MPI ids in order, then the tunables in the order given), and
+the decisions compress into rules (:func:`.decision.compress`).
+
+A pricer is any ``price(choice, nprocs, sizes, bound) -> seconds per size``;
+it may answer ``inf`` for a size where it can show, without pricing, that
+the candidate takes at least ``bound`` (the best time found so far), so the
+search stays exact while skipping hopeless candidates (branch and bound).
+:func:`schedule_pricer` builds schedules and prices them under a model
+(size classes and one-pass sweeps of :mod:`.grid`), and the CLI adapts
+paper 004's closed forms the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Mapping as TMapping, Sequence
+
+import numpy as np
+
+from commcost.collectives import Collective, algorithms
+from commcost.models import Model
+from commcost.platform import Mapping, Platform
+from commcost.selection.decision import Choice, Selection, compress
+from commcost.selection.grid import price_sizes
+
+Pricer = Callable[[Choice, int, Sequence[int], "np.ndarray | None"], np.ndarray]
+
+# paper 004 section 7's set, plus no segmentation (Open MPI's default for a forced algorithm)
+DEFAULT_SEGSIZES = (0, 8 << 10, 32 << 10, 128 << 10)
+
+
+def candidates(collective: Collective, library: str,
+               variables: TMapping[str, Sequence[int]] | None = None,
+               only: Sequence[str] | None = None) -> list[Choice]:
+    """Every algorithm of ``collective`` in ``library`` with every combination of the given tunable values.
+
+    ``variables`` maps a tunable's name (``segsize``, ``fanout``,
+    ``radix``) to the values to try; a tunable not named keeps the
+    library's default. ``only`` keeps the algorithms of those names.
+    """
+    variables = dict(variables or {})
+    out: list[Choice] = []
+    for algorithm in algorithms(collective):
+        if algorithm.library != library or (only and algorithm.name not in only):
+            continue
+        names = [p.name for p in algorithm.params]
+        values = [sorted(set(variables.get(n, (p.default,)))) if n in variables else [p.default]
+                  for n, p in zip(names, algorithm.params)]
+        for combo in itertools.product(*values):
+            out.append(Choice(algorithm, dict(zip(names, combo))))
+    return out
+
+
+@dataclass(frozen=True)
+class SelectionResult:
+    """Every candidate's predicted time ``time_s[c, p, m]``, the fastest per (P, n), and the rules."""
+
+    choices: tuple[Choice, ...]
+    procs: tuple[int, ...]
+    sizes: tuple[int, ...]
+    time_s: np.ndarray
+    selection: Selection
+
+    @property
+    def best_index(self) -> np.ndarray:
+        """``[p, m]``: index into ``choices`` of the fastest candidate."""
+        return np.argmin(self.time_s, axis=0)
+
+    @property
+    def best_time_s(self) -> np.ndarray:
+        """``[p, m]``: the fastest candidate's predicted time."""
+        return np.min(self.time_s, axis=0)
+
+    def time_of(self, choice: Choice) -> np.ndarray:
+        """``[p, m]``: one candidate's predicted times."""
+        return self.time_s[self.choices.index(choice)]
+
+
+def select(collective: Collective, library: str, choices: Sequence[Choice], procs: Sequence[int],
+           sizes: Sequence[int], price: Pricer, source: str = "") -> SelectionResult:
+    """Price every candidate at every (P, n) and keep the fastest.
+
+    ``time_s[c, p, m]`` is ``inf`` where the pricer proved candidate c no
+    faster than the best before it (see the module docstring).
+    """
+    if not choices:
+        raise ValueError("no candidate algorithms")
+    time_s = np.empty((len(choices), len(procs), len(sizes)))
+    order = sorted(range(len(choices)), key=lambda i: _pricing_order(choices[i]))
+    for p_index, nprocs in enumerate(procs):
+        best = np.full(len(sizes), np.inf)
+        for c_index in order:
+            choice = choices[c_index]
+            time_s[c_index, p_index] = price(choice, nprocs, sizes, best)
+            best = np.minimum(best, time_s[c_index, p_index])
+    best = np.argmin(time_s, axis=0)
+    grid = [[choices[best[p, m]] for m in range(len(sizes))] for p in range(len(procs))]
+    selection = compress(collective, library, procs, sizes, grid, source)
+    return SelectionResult(tuple(choices), tuple(procs), tuple(sizes), time_s, selection)
+
+
+def _pricing_order(choice: Choice) -> tuple[bool, bool]:
+    """Unsegmented candidates first (cheap, and they set the bound), chains last: their height is P / fanout
+    where the trees' is log P, so they cost the most to price and are pruned most often."""
+    segmented = choice.params.get("segsize", 0) > 0
+    return segmented, choice.algorithm.name in ("chain", "pipeline")
+
+
+def schedule_pricer(model: Model, platform: Platform, mapping_of: Callable[[int], Mapping],
+                    root: int = 0) -> Pricer:
+    """A pricer that builds each candidate's schedules and prices them under ``model`` on ``platform``."""
+    cache: dict[int, Mapping] = {}
+
+    def price(choice: Choice, nprocs: int, sizes: Sequence[int], bound: np.ndarray | None = None) -> np.ndarray:
+        if nprocs not in cache:
+            cache[nprocs] = mapping_of(nprocs)
+        return price_sizes(choice.algorithm, dict(choice.params), nprocs, sizes, platform, cache[nprocs], model,
+                           root, bound=bound)
+    return price
