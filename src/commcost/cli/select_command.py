@@ -1,0 +1,138 @@
+"""``commcost select``: the predicted best algorithm (and tunables) for every (P, n) of a grid, as rules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from commcost.cli.main import PAPER004, command
+from commcost.errors import InputError
+
+FORMATS = ("table", "json", "csv")
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    from commcost.models import MODELS
+
+    p.add_argument("collective", choices=["bcast", "scatter", "gather", "allgather", "reduce", "allreduce",
+                                          "alltoall"], help="the collective to select algorithms for")
+    p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
+    p.add_argument("--platform", required=True, type=Path, help="platform file (.toml), e.g. examples/cluster")
+    p.add_argument("--model", default="taulop", choices=[*sorted(MODELS), PAPER004],
+                   help=f"cost model (default taulop; {PAPER004}: paper 004's closed forms, bcast only)")
+    p.add_argument("--library", default="ompi", choices=["ompi", "mpich"], help="whose algorithms (default ompi)")
+    p.add_argument("--procs", default="2..4096", help="process counts: LO..HI (powers of two between) or a list")
+    p.add_argument("--sizes", default="1..4MiB", help="message sizes: LO..HI (powers of two between) or a list")
+    p.add_argument("--ppn", type=int, help="ranks per node, sequential mapping (default: the platform's mapping)")
+    p.add_argument("--mapping", help="rank placement instead: round-robin, random:PPN:seed=N, ...")
+    p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
+    p.add_argument("--segsizes", default="0,8KiB,32KiB,128KiB",
+                   help="segment sizes to try where an algorithm takes one (decision variable; 0 = none)")
+    p.add_argument("--fanouts", default="", help="chain fan-outs to try (default: the library's)")
+    p.add_argument("--radixes", default="", help="k-nomial radixes to try (default: the library's)")
+    p.add_argument("--algorithms", default="", help="only these algorithm names (comma list)")
+    p.add_argument("--format", default="table", choices=FORMATS)
+    p.add_argument("--plot", type=Path, help="write a PNG map of the selection over (P, n)")
+
+
+def _values(text: str, option: str, sizes: bool = False) -> list[int]:
+    from commcost.cli.grid_options import parse_points
+
+    return parse_points(text, option, 0 if sizes else 1, sizes=sizes) if text else []
+
+
+def variables(args: argparse.Namespace) -> dict[str, list[int]]:
+    """The decision variables the options name."""
+    out = {"segsize": _values(args.segsizes, "--segsizes", sizes=True)}
+    if args.fanouts:
+        out["fanout"] = _values(args.fanouts, "--fanouts")
+    if args.radixes:
+        out["radix"] = _values(args.radixes, "--radixes")
+    return {k: v for k, v in out.items() if v}
+
+
+def make_pricer(args: argparse.Namespace, procs: list[int]):
+    """The platform, a mapping per P and a pricer for the chosen model; errors name the file."""
+    from commcost.cli.main import _load_mapping
+    from commcost.io.params_file import load_params
+    from commcost.io.platform_file import load_platform
+    from commcost.models import MODELS
+    from commcost.selection.select import schedule_pricer
+
+    platform, spec = load_platform(args.platform)
+    params = load_params(args.params)
+    for nprocs in (procs[0], procs[-1]):  # fail early, with the option or file named, if P does not fit
+        _load_mapping(args, platform, spec, nprocs)
+    mapping_of = lambda nprocs: _load_mapping(args, platform, spec, nprocs)  # noqa: E731
+    if args.model == PAPER004:
+        if args.collective != "bcast" or args.library != "ompi":
+            raise InputError(f"--model {PAPER004} models Open MPI broadcasts; expected bcast and --library ompi",
+                             where="--model")
+        return paper004_pricer(params.for_model(PAPER004), mapping_of, args.root)
+    try:
+        model = MODELS[args.model](params.for_model(args.model))
+    except InputError as exc:
+        raise exc.located(source=str(args.params)) from None
+    return schedule_pricer(model, platform, mapping_of, args.root)
+
+
+def paper004_pricer(params, mapping_of, root: int):
+    """Paper 004's closed forms (eq. 1, 9-13) as a pricer; algorithms the paper does not model cost inf."""
+    import numpy as np
+
+    from commcost.closedform.ompi_bcast_model import MODELLED
+
+    def price(choice, nprocs, sizes, bound=None):
+        name = choice.algorithm.name
+        if choice.algorithm.library != "ompi" or name not in MODELLED:
+            return np.full(len(sizes), np.inf)
+        extra = {"fanout": choice.params["fanout"]} if name == "chain" else {}
+        return np.asarray(MODELLED[name](nprocs, np.asarray(sizes, dtype=np.float64), choice.params.get("segsize", 0),
+                                         mapping_of(nprocs), params, root=root, **extra), dtype=np.float64)
+    return price
+
+
+@command("select", "predict the best algorithm for every process count and message size; write rules",
+         _configure)
+def _select(args: argparse.Namespace) -> int:
+    from commcost.cli.grid_options import parse_points
+    from commcost.collectives import Collective
+    from commcost.report.selection_report import grid_csv, plot_map, render_rules, rule_rows
+    from commcost.selection.select import candidates, select
+
+    collective = Collective(args.collective)
+    procs = parse_points(args.procs, "--procs", 2)
+    sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
+    only = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    choices = candidates(collective, args.library, variables(args), only or None)
+    if not choices:
+        raise InputError(f"no {args.library} {collective.value} algorithm matches {args.algorithms!r}",
+                         where="--algorithms")
+    price = make_pricer(args, procs)
+    result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
+    best = result.best_index
+    chosen = [[choices[best[p, m]] for m in range(len(sizes))] for p in range(len(procs))]
+    title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
+             f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
+    if args.plot:
+        plot_map(args.plot, procs, sizes, chosen, title)
+    if args.format == "json":
+        print(json.dumps({"collective": collective.value, "library": args.library, "model": args.model,
+                          "procs": procs, "sizes": sizes, "rules": rule_rows(result.selection),
+                          "grid": [{"nprocs": p, "nbytes": m, "algorithm": chosen[i][j].algorithm.key,
+                                    "params": dict(chosen[i][j].params),
+                                    "time_s": float(result.best_time_s[i, j])}
+                                   for i, p in enumerate(procs) for j, m in enumerate(sizes)]}, indent=2))
+    elif args.format == "csv":
+        print(grid_csv(procs, sizes, {
+            "algorithm": lambda i, j: chosen[i][j].algorithm.key,
+            "id": lambda i, j: chosen[i][j].algorithm.id,
+            "params": lambda i, j: ";".join(f"{k}={v}" for k, v in sorted(chosen[i][j].params.items())),
+            "time_s": lambda i, j: float(result.best_time_s[i, j]),
+        }), end="")
+    else:
+        print(render_rules(result.selection, title))
+        if args.plot:
+            print(f"\n  map: {args.plot}")
+    return 0

@@ -1,0 +1,108 @@
+"""A selection as text, JSON rows, CSV rows, and a PNG map over (P, n) coloured by algorithm.
+
+The map is paper 004's Fig. 10 kind of picture: message size across,
+process count up, one colour per chosen algorithm.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from commcost.selection.decision import Choice, Selection
+from commcost.units import format_nbytes, format_seconds
+
+
+def rule_rows(selection: Selection) -> list[dict[str, Any]]:
+    """One plain row per rule: ranges, algorithm, Open MPI id, tunables."""
+    return [{"procs": [r.procs_lo, r.procs_hi], "nbytes": [r.nbytes_lo, r.nbytes_hi],
+             "algorithm": r.choice.algorithm.key, "id": r.choice.algorithm.id, "params": dict(r.choice.params)}
+            for r in selection.rules]
+
+
+def render_rules(selection: Selection, title: str) -> str:
+    """The rules, one block per band of process counts."""
+    lines = [title, ""]
+    for lo, hi in selection.procs_bands():
+        lines.append(f"  P {lo}..{hi}:" if hi > lo else f"  P {lo}:")
+        rules = selection.rules_for(lo, hi)
+        for k, rule in enumerate(rules):
+            ident = "" if rule.choice.algorithm.id is None else f"id {rule.choice.algorithm.id}"
+            upto = (f"< {format_nbytes(rule.nbytes_hi + 1)}" if k < len(rules) - 1
+                    else f"<= {format_nbytes(rule.nbytes_hi)}")
+            lines.append(f"    {format_nbytes(rule.nbytes_lo):>9} <= n {upto:<12} {rule.choice.label:<36} {ident}")
+    return "\n".join(lines)
+
+
+def grid_csv(procs: Sequence[int], sizes: Sequence[int], columns: dict[str, Any]) -> str:
+    """CSV text, one row per (P, n): ``columns`` maps a header to a [p][m] table (or a callable of p, m)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["nprocs", "nbytes", *columns])
+    for p_index, nprocs in enumerate(procs):
+        for m_index, nbytes in enumerate(sizes):
+            row = [nprocs, nbytes]
+            for value in columns.values():
+                cell = value(p_index, m_index) if callable(value) else value[p_index][m_index]
+                row.append(f"{cell:.6g}" if isinstance(cell, float) else cell)
+            writer.writerow(row)
+    return out.getvalue()
+
+
+def plot_map(path: str | Path, procs: Sequence[int], sizes: Sequence[int], chosen: Sequence[Sequence[Choice]],
+             title: str) -> None:
+    """Write a PNG: one cell per (P, n) of the grid, coloured by the chosen algorithm (with its tunables)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    labels = sorted({c.label for row in chosen for c in row})
+    index = {label: i for i, label in enumerate(labels)}
+    table = np.array([[index[c.label] for c in row] for row in chosen])
+    colours = plt.get_cmap("tab20" if len(labels) > 10 else "tab10").colors[:len(labels)]
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    ax.imshow(table, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,
+              vmax=len(labels) - 0.5, interpolation="nearest")
+    step_x = max(1, len(sizes) // 12)
+    ax.set_xticks(range(0, len(sizes), step_x), [format_nbytes(s) for s in sizes[::step_x]], rotation=45)
+    step_y = max(1, len(procs) // 16)
+    ax.set_yticks(range(0, len(procs), step_y), [str(p) for p in procs[::step_y]])
+    ax.set_xlabel("message size")
+    ax.set_ylabel("processes P")
+    ax.set_title(title)
+    ax.legend(handles=[Patch(color=colours[i], label=label) for i, label in enumerate(labels)],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def penalty_summary(penalty_pct: np.ndarray) -> dict[str, float]:
+    """Mean and max penalty (%) and the shares of points within 5% and 10% of the best (paper 004 Table 3)."""
+    finite = penalty_pct[np.isfinite(penalty_pct)]
+    if not len(finite):
+        return {"points": 0, "mean_pct": float("nan"), "max_pct": float("nan"),
+                "within_5pct": float("nan"), "within_10pct": float("nan")}
+    return {"points": int(len(finite)), "mean_pct": float(finite.mean()), "max_pct": float(finite.max()),
+            "within_5pct": float(np.mean(finite <= 5.0)), "within_10pct": float(np.mean(finite <= 10.0))}
+
+
+def render_penalties(rows: dict[str, dict[str, float]], title: str) -> str:
+    """A small table: per choice strategy, mean/max penalty and within-5%/10% shares."""
+    lines = [title, f"  {'strategy':<28} {'points':>6} {'mean':>9} {'max':>9} {'<=5%':>7} {'<=10%':>7}"]
+    for name, s in rows.items():
+        lines.append(f"  {name:<28} {s['points']:>6} {s['mean_pct']:>8.1f}% {s['max_pct']:>8.1f}% "
+                     f"{100 * s['within_5pct']:>6.0f}% {100 * s['within_10pct']:>6.0f}%")
+    return "\n".join(lines)
+
+
+def seconds(value: float) -> str:
+    """A time for a table cell ('-' when not priced)."""
+    return format_seconds(value) if np.isfinite(value) else "-"

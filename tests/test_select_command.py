@@ -1,0 +1,73 @@
+"""`commcost select`: rules, JSON, CSV and a map from the bundled cluster and illustrative parameters."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from commcost.cli.main import main
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+BASE = ["select", "bcast", "--params", str(EX / "params" / "illustrative.toml"),
+        "--platform", str(EX / "cluster" / "platform.toml"), "--ppn", "32"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_select_prints_rules_per_band_of_process_counts(capsys, tmp_path):
+    png = tmp_path / "map.png"
+    code, out, _ = run(capsys, *BASE, "--procs", "2..256", "--sizes", "1..1MiB", "--plot", str(png))
+    assert code == 0
+    assert "P 2..32:" in out or "P 2..63:" in out or "P 2:" in out
+    assert "knomial" in out and "id 7" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_select_json_rules_cover_the_grid_and_match_the_best_points(capsys):
+    code, out, _ = run(capsys, *BASE, "--procs", "2,8,64,100", "--sizes", "1,1KiB,64KiB,1MiB", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["procs"] == [2, 8, 64, 100] and doc["sizes"] == [1, 1024, 65536, 1 << 20]
+    for point in doc["grid"]:
+        hits = [r for r in doc["rules"] if r["procs"][0] <= point["nprocs"] <= r["procs"][1]
+                and r["nbytes"][0] <= point["nbytes"] <= r["nbytes"][1]]
+        assert len(hits) == 1 and hits[0]["algorithm"] == point["algorithm"] and hits[0]["params"] == point["params"]
+        assert point["time_s"] > 0
+
+
+def test_select_csv_has_a_row_per_point(capsys):
+    code, out, _ = run(capsys, *BASE, "--procs", "4..16", "--sizes", "1..4KiB", "--format", "csv",
+                       "--segsizes", "0")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 3 * 13
+    assert set(rows[0]) == {"nprocs", "nbytes", "algorithm", "id", "params", "time_s"}
+
+
+def test_select_with_paper004_model_chooses_among_the_algorithms_it_models(capsys):
+    argv = [a if a != "taulop" else "ompi_bcast_model" for a in BASE]
+    code, out, _ = run(capsys, *argv, "--model", "ompi_bcast_model", "--procs", "2..256", "--sizes", "1..1MiB",
+                       "--format", "json")
+    assert code == 0
+    chosen = {r["algorithm"] for r in json.loads(out)["rules"]}
+    assert chosen and chosen <= {"ompi.basic_linear", "ompi.chain", "ompi.pipeline", "ompi.split_binary_tree",
+                                 "ompi.binary_tree", "ompi.binomial"}
+    code, _, err = run(capsys, *[a if a != "bcast" else "allreduce" for a in BASE], "--model", "ompi_bcast_model")
+    assert code == 2 and "expected bcast" in err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--procs", "8..2"], "--procs: expected LO..HI with LO <= HI"),
+    (["--sizes", "1..4XB"], "--sizes: expected a size such as 64KiB"),
+    (["--procs", "2..100000"], "the platform has 2048"),
+    (["--algorithms", "nosuch"], "--algorithms: no ompi bcast algorithm matches"),
+])
+def test_bad_select_options_are_one_line_exit_2(capsys, argv, expected):
+    code, _, err = run(capsys, *BASE, *argv)
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1
