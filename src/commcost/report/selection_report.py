@@ -84,22 +84,13 @@ def plot_map(path: str | Path, procs: Sequence[int], sizes: Sequence[int], chose
     plt.close(fig)
 
 
-def penalty_summary(penalty_pct: np.ndarray) -> dict[str, float]:
-    """Mean and max penalty (%) and the shares of points within 5% and 10% of the best (paper 004 Table 3)."""
-    finite = penalty_pct[np.isfinite(penalty_pct)]
-    if not len(finite):
-        return {"points": 0, "mean_pct": float("nan"), "max_pct": float("nan"),
-                "within_5pct": float("nan"), "within_10pct": float("nan")}
-    return {"points": int(len(finite)), "mean_pct": float(finite.mean()), "max_pct": float(finite.max()),
-            "within_5pct": float(np.mean(finite <= 5.0)), "within_10pct": float(np.mean(finite <= 10.0))}
-
-
 def render_penalties(rows: dict[str, dict[str, float]], title: str) -> str:
     """A small table: per choice strategy, mean/max penalty and within-5%/10% shares."""
     lines = [title, f"  {'strategy':<28} {'points':>6} {'mean':>9} {'max':>9} {'<=5%':>7} {'<=10%':>7}"]
     for name, s in rows.items():
+        missing = f"   ({s['unscored']} picks not measured)" if s.get("unscored") else ""
         lines.append(f"  {name:<28} {s['points']:>6} {s['mean_pct']:>8.1f}% {s['max_pct']:>8.1f}% "
-                     f"{100 * s['within_5pct']:>6.0f}% {100 * s['within_10pct']:>6.0f}%")
+                     f"{100 * s['within_5pct']:>6.0f}% {100 * s['within_10pct']:>6.0f}%{missing}")
     return "\n".join(lines)
 
 

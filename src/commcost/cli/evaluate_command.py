@@ -1,0 +1,153 @@
+"""``commcost evaluate-selection``: fit on one measurements table, score the selection on another.
+
+The test table must hold measured times of several algorithms of the
+collective at the same (P, n) points (e.g. imported OSU runs with forced
+algorithms, or ``commcost calibrate`` bcast rows). The training side is a
+measurements CSV (fitted here with ``--model``) or a parameter file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from commcost.cli.main import command
+from commcost.errors import InputError
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--train", required=True, type=Path,
+                   help="measurements CSV to fit the model on, or a parameter file (.toml) already fitted")
+    p.add_argument("--test", required=True, type=Path, help="measurements CSV with times of several algorithms")
+    p.add_argument("--platform", required=True, type=Path, help="platform file (.toml) the test ran on")
+    p.add_argument("--ppn", type=int, help="ranks per node of the test runs (sequential mapping)")
+    p.add_argument("--mapping", help="rank placement of the test runs instead (round-robin, file:PATH, ...)")
+    p.add_argument("--model", default="hockney", choices=["hockney", "taulop", "loggp", "loggph", "hloggp"],
+                   help="model to fit and select with (default hockney)")
+    p.add_argument("--collective", default="bcast", help="collective of the test rows (default bcast)")
+    p.add_argument("--library", default="ompi", choices=["ompi", "mpich"])
+    p.add_argument("--root", type=int, default=0)
+    p.add_argument("--transfers", action="append", default=[], metavar="CHANNEL=K",
+                   help="tau-Lop transfers per transmission of a channel when fitting (default shm=2)")
+    p.add_argument("--format", default="table", choices=["table", "json"])
+
+
+def measured_table(path: Path, collective, library: str):
+    """``{(P, n): {choice: seconds}}`` from the collective's rows of a measurements CSV (several runs of one
+    point: their mean), with each row's algorithm resolved in the registry."""
+    from commcost.collectives import find
+    from commcost.io.measurements import read_measurements
+    from commcost.selection.decision import Choice
+
+    sums: dict = defaultdict(lambda: defaultdict(list))
+    for row in read_measurements(path):
+        if row.collective != collective.value or not row.algorithm:
+            continue
+        name = row.algorithm if "." in row.algorithm or row.algorithm.isdigit() else f"{library}.{row.algorithm}"
+        try:
+            algorithm = find(collective, name)
+        except InputError as exc:
+            raise InputError(f"{exc.message}", source=str(path), where="algorithm") from None
+        given = {"segsize": row.segsize} if row.segsize and any(p.name == "segsize" for p in algorithm.params) \
+            else {}
+        choice = Choice(algorithm, algorithm.resolve_params(given))
+        sums[(row.nprocs, row.nbytes)][choice].append(row.time_s_mean)
+    table = {point: {c: sum(v) / len(v) for c, v in times.items()} for point, times in sums.items()}
+    table = {point: times for point, times in table.items() if len(times) >= 2}
+    if not table:
+        raise InputError(f"no (P, n) point with measured times of two or more {collective.value} algorithms",
+                         source=str(path))
+    return table
+
+
+def trained_params(args: argparse.Namespace):
+    """The parameter set: loaded from a .toml, or fitted from a measurements CSV with ``--model``."""
+    from commcost.io.params_file import load_params, write_params
+
+    if args.train.suffix.lower() == ".toml":
+        return load_params(args.train)
+    from commcost.calibration.from_measurements import fit_channels
+    from commcost.io.measurements import measurement_columns, read_measurements
+
+    transfers = {}
+    for item in args.transfers:
+        name, _, k = item.partition("=")
+        if not name or not k.isdigit():
+            raise InputError(f"expected CHANNEL=K, got {item!r}", where="--transfers")
+        transfers[name] = int(k)
+    try:
+        fits = fit_channels(measurement_columns(read_measurements(args.train)), args.model, transfers)
+    except InputError as exc:
+        raise exc.located(source=str(args.train)) from None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trained.toml"
+        write_params(path, {args.model: {f.channel: f.params for f in fits}}, {"fitted_from": str(args.train)})
+        return load_params(path)
+
+
+@command("evaluate-selection", "fit on one measurements table and score the model's selection on another",
+         _configure)
+def _evaluate(args: argparse.Namespace) -> int:
+    from commcost.cli.main import _load_mapping
+    from commcost.collectives import Collective
+    from commcost.io.platform_file import load_platform
+    from commcost.models import MODELS
+    from commcost.report.selection_report import render_penalties
+    from commcost.selection.evaluate import penalties, summary
+    from commcost.selection.ompi_fixed import as_choice, decide
+    from commcost.selection.select import schedule_pricer, select
+    from commcost.units import format_nbytes, format_seconds
+
+    try:
+        collective = Collective(args.collective)
+    except ValueError:
+        raise InputError(f"expected one of {[c.value for c in Collective]}, got {args.collective!r}",
+                         where="--collective") from None
+    measured = measured_table(args.test, collective, args.library)
+    params = trained_params(args)
+    try:
+        model = MODELS[args.model](params.for_model(args.model))
+    except InputError as exc:
+        raise exc.located(source=str(args.train)) from None
+    platform, spec = load_platform(args.platform)
+    procs = sorted({p for p, _ in measured})
+    sizes = sorted({n for _, n in measured})
+    choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
+    price = schedule_pricer(model, platform, lambda n: _load_mapping(args, platform, spec, n), args.root)
+    result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
+
+    def ompi_default(nprocs: int, nbytes: int):
+        if args.library != "ompi":
+            return None
+        return as_choice(decide(collective, nprocs, nbytes))
+
+    strategies = {f"model-based ({args.model})": result.selection.choice, "Open MPI default": ompi_default}
+    scores = penalties(measured, strategies)
+    names = [*strategies, "best single algorithm"]
+    totals = {name: summary(scores, name) for name in names}
+    if args.format == "json":
+        print(json.dumps({
+            "collective": collective.value, "model": args.model, "train": str(args.train), "test": str(args.test),
+            "summary": totals,
+            "points": [{"nprocs": s.nprocs, "nbytes": s.nbytes, "best": s.best.label, "best_time_s": s.best_time_s,
+                        "picks": {k: {"choice": None if c is None else c.label, "time_s": t, "penalty_pct": pen}
+                                  for k, (c, t, pen) in s.picks.items()}} for s in scores]}, indent=2))
+        return 0
+    print(f"{collective.value}: selection by {args.model} fitted on {args.train}, scored on {args.test} "
+          f"({len(scores)} points, {len(choices)} algorithms measured)\n")
+    head = f"  {'P':>5} {'n':>9}  {'measured best':<26}" + "".join(f" {n[:24]:<32}" for n in names)
+    print(head)
+    for s in scores:
+        cells = []
+        for name in names:
+            choice, _, pen = s.picks[name]
+            label = "-" if choice is None else choice.label
+            cells.append(f" {label[:22]:<22} {pen:>+7.1f}%" if pen == pen else f" {label[:22]:<22} {'n/a':>8}")
+        print(f"  {s.nprocs:>5} {format_nbytes(s.nbytes):>9}  {s.best.label[:14]:<14} "
+              f"{format_seconds(s.best_time_s):>11}" + " ".join(cells))
+    print()
+    print(render_penalties(totals, "penalty against the measured best (paper 004 Table 3):"))
+    return 0
