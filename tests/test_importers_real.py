@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+import commcost.cli.fit_command  # noqa: F401  (registers `commcost fit`)
 import commcost.cli.import_command  # noqa: F401  (registers `commcost import`)
 from commcost.cli.main import main
 from commcost.errors import InputError
 from commcost.io.imb_import import read_imb
 from commcost.io.measurements import read_measurements
 from commcost.io.osu_import import RunContext, read_osu
+from commcost.io.params_file import load_params
 
 DATA = Path(__file__).resolve().parent / "data"
 OSU = DATA / "osu" / "real"
@@ -234,3 +236,35 @@ def test_cli_imports_every_real_file(tmp_path, capsys):
                      "validation Fail, row skipped"]
     rows = read_measurements(out)
     assert len(rows) == sum(counts) and len({r.key for r in rows}) == sum(counts)
+
+
+def test_cli_import_then_fit_hockney_on_real_pingpongs(tmp_path, capsys):
+    out = tmp_path / "m.csv"
+    latency = sorted(str(p) for p in (OSU / "latency").glob("*.out"))
+    assert main(["import", "osu", *latency, "--name-pattern", LATENCY_PATTERN, "--mpi", "Open MPI 5.0.11",
+                 "-o", str(out)]) == 0
+    assert main(["import", "imb", str(IMB / "IMB-MPI1_pingpong_2ranks.out"), "--channel", "shm",
+                 "--mpi", "Open MPI 5.0.11", "-o", str(out)]) == 0
+    assert main(["import", "osu", str(OSU / "osu_bw.out"), "--channel", "shm", "-o", str(out)]) == 0
+    capsys.readouterr()
+    params_path = tmp_path / "shm.toml"
+    assert main(["fit", str(out), "--model", "hockney", "-o", str(params_path)]) == 0
+    report = capsys.readouterr().out
+    assert f"hockney fitted from 69 points of {out} -> {params_path}" in report
+    assert "from imb_pingpong (18), osu_latency (51)" in report
+    assert "left out: 17 rows of osu_bw" in report
+    params = load_params(params_path)
+    assert params.meta["points"] == 69 and params.meta["benchmarks"] == ["imb_pingpong", "osu_latency"]
+    assert params.meta["mpi"] == ["Open MPI 5.0.11"]
+    shm = params.for_model("hockney")
+    shm = shm.channels["shm"] if hasattr(shm, "channels") else shm["shm"]
+    # a shared-memory ping-pong of this machine: alpha some 0.1-0.3 us, beta some 0.1-1 ns per byte (noisy runs)
+    assert 0.05e-6 < shm.alpha_s < 0.5e-6
+    assert 0.05e-9 < shm.beta_s_per_byte < 1e-9
+
+    only = tmp_path / "osu.toml"
+    assert main(["fit", str(out), "--model", "hockney", "-o", str(only), "--benchmark", "osu_latency"]) == 0
+    assert "hockney fitted from 51 points" in capsys.readouterr().out
+    assert main(["fit", str(out), "--model", "hockney", "-o", str(only), "--benchmark", "osu_lat"]) == 2
+    assert capsys.readouterr().err.strip() == (f"commcost: {out}:--benchmark: no rows of benchmark 'osu_lat'; "
+                                               "the file has imb_pingpong, osu_bw, osu_latency")
