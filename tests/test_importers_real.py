@@ -155,8 +155,16 @@ IMB_FILES = [p.name for p in sorted(IMB.glob("*.out"))]
 
 
 def test_every_real_imb_file_is_covered():
-    assert IMB_FILES == ["IMB-MPI1_bcast_alg6_run0.out", "IMB-MPI1_bcast_alg7_run0.out", "IMB-MPI1_np4.out",
-                         "IMB-MPI1_pingpong_2ranks.out"]
+    assert IMB_FILES == ["IMB-MPI1_bcast_alg6_run0.out", "IMB-MPI1_bcast_alg7_run0.out", "IMB-MPI1_multi0_np4.out",
+                         "IMB-MPI1_np4.out", "IMB-MPI1_pingpong_2ranks.out"]
+
+
+def test_real_imb_multi_mode_is_refused_on_its_line():
+    with pytest.raises(InputError) as err:
+        read_imb(IMB / "IMB-MPI1_multi0_np4.out")
+    assert str(err.value) == (f"{IMB / 'IMB-MPI1_multi0_np4.out'}:line 32: IMB -multi output (Multi-PingPong: "
+                              "groups of ranks running at once) is not read: no column holds the number of groups; "
+                              "run IMB-MPI1 without -multi")
 
 
 def blocks(rows) -> dict:

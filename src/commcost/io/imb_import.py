@@ -10,9 +10,10 @@ An IMB-MPI1 output has one block per benchmark and process count::
                 0         1000         0.03         0.04         0.03
                 4         1000         0.91         1.02         0.97
 
-The block says the benchmark and the number of active ranks; the algorithm,
-ranks per node and nodes come from the caller or a file-name pattern, as
-for OSU outputs. Times are in microseconds: ``t[usec]`` (PingPong: half the
+The block says the benchmark and the number of active ranks (``-multi``
+blocks, ``# Benchmarking Multi-PingPong``, where several groups run at
+once, are refused); the algorithm, ranks per node and nodes come from the
+caller or a file-name pattern, as for OSU outputs. Times are in microseconds: ``t[usec]`` (PingPong: half the
 round trip) or ``t_avg`` give time_s_mean, ``t_min``/``t_max`` (over ranks)
 give time_s_min/time_s_max, ``#repetitions`` gives reps. Uniband and Biband,
 which report only rates, are stored as the time per message 1 / (Msg/sec).
@@ -32,7 +33,7 @@ from commcost.io.measurements import Measurement
 from commcost.io.osu_import import (RunContext, cell_number, check_context, fields_from_name, file_timestamp,
                                     finish_row)
 
-_BENCHMARKING = re.compile(r"^#\s*Benchmarking\s+(?:Multi-)?(?P<name>\S+)")
+_BENCHMARKING = re.compile(r"^#\s*Benchmarking\s+(?P<multi>Multi-)?(?P<name>\S+)")
 _PROCESSES = re.compile(r"^#\s*#processes\s*=\s*(?P<n>\d+)")
 _DATE = re.compile(r"^#\s*Date\s*:\s*(?P<date>.+?)\s*$")
 _COLLECTIVES = {
@@ -112,6 +113,10 @@ def parse_imb(text: str, source: str, context: RunContext = RunContext(), timest
         match = _BENCHMARKING.match(line)
         if match:
             name, nprocs, names = match.group("name"), None, None
+            if match.group("multi"):
+                raise InputError(f"IMB -multi output (Multi-{name}: groups of ranks running at once) is not "
+                                 "read: no column holds the number of groups; run IMB-MPI1 without -multi",
+                                 source=source, where=f"line {number}")
             if name not in _COLLECTIVES and name not in _POINT_TO_POINT:
                 raise InputError(f"IMB benchmark {name!r} is not one this reader knows; it reads "
                                  f"{', '.join(sorted(_POINT_TO_POINT | _COLLECTIVES))}",
