@@ -276,3 +276,13 @@ def test_cli_import_then_fit_hockney_on_real_pingpongs(tmp_path, capsys):
     assert main(["fit", str(out), "--model", "hockney", "-o", str(only), "--benchmark", "osu_lat"]) == 2
     assert capsys.readouterr().err.strip() == (f"commcost: {out}:--benchmark: no rows of benchmark 'osu_lat'; "
                                                "the file has imb_pingpong, osu_bw, osu_latency")
+
+
+def test_cli_fit_says_when_imported_pingpongs_lack_a_channel(tmp_path, capsys):
+    out = tmp_path / "m.csv"
+    assert main(["import", "imb", str(IMB / "IMB-MPI1_pingpong_2ranks.out"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(out), "--model", "hockney", "-o", str(tmp_path / "p.toml")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"commcost: {out}: no measurements to fit hockney from; expected point-to-point rows with a channel "
+        "(18 point-to-point rows have no channel: import them with --channel shm|net, or --nnodes/--ppn)")

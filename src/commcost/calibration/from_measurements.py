@@ -94,7 +94,10 @@ def fit_channels(columns: dict[str, np.ndarray], model: str, transfers: dict[str
         p2p &= ~np.isnan(tau)
     if not p2p.any():
         need = "rows with a channel and a tau (Ring_tau)" if model == "taulop" else "point-to-point rows with a channel"
-        raise InputError(f"no measurements to fit {model} from; expected {need}")
+        no_channel = int(((collective == "") & (channel == "")).sum())
+        hint = (f" ({no_channel} point-to-point rows have no channel: import them with --channel shm|net, or "
+                "--nnodes/--ppn)" if no_channel else "")
+        raise InputError(f"no measurements to fit {model} from; expected {need}{hint}")
     fits = []
     for name in sorted(set(channel[p2p].tolist())):
         rows = p2p & (channel == name)
