@@ -1,7 +1,8 @@
 """``commcost import osu|imb FILES... -o measurements.csv``: benchmark outputs into the measurements store.
 
 Every file is read and checked before anything is written, so a bad file
-leaves the store as it was (one line on stderr, exit 2). Points already in
+leaves the store as it was (one line on stderr, exit 2). Rows skipped on
+purpose (an OSU row whose validation failed) are told on stderr as notes. Points already in
 the store (same key) are skipped, so importing the same files twice adds
 nothing.
 """
@@ -9,6 +10,7 @@ nothing.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from commcost.cli.main import command
@@ -21,6 +23,8 @@ def _common(p: argparse.ArgumentParser, with_nprocs: bool) -> None:
     p.add_argument("--algorithm", help="algorithm the MPI used (e.g. an Open MPI id such as 7, or a name)")
     if with_nprocs:
         p.add_argument("--nprocs", type=int, help="number of ranks (default 2 for point-to-point tests)")
+        p.add_argument("--datatype", metavar="MPI_TYPE",
+                       help="import only this '# Datatype:' table, e.g. MPI_INT (needed for outputs of -T all)")
     p.add_argument("--ppn", type=int, help="ranks per node")
     p.add_argument("--nnodes", type=int, help="nodes (default: ceil(nprocs / ppn) when --ppn is given)")
     p.add_argument("--channel", help="channel measured, e.g. shm or net (default for 2 ranks: from the nodes)")
@@ -49,10 +53,15 @@ def _import(args: argparse.Namespace) -> int:
                          channel=args.channel, mpi=args.mpi, host=args.host, run=args.run)
     if args.name_pattern:
         compile_name_pattern(args.name_pattern)  # a bad pattern is reported before any file
-    read = read_osu if args.import_format == "osu" else read_imb
     rows = []
+    notes: list[str] = []
     for path in args.files:
-        rows.extend(read(path, context, args.name_pattern))
+        if args.import_format == "osu":
+            rows.extend(read_osu(path, context, args.name_pattern, args.datatype, notes))
+        else:
+            rows.extend(read_imb(path, context, args.name_pattern))
+    for note in notes:
+        print(f"commcost: note: {note}", file=sys.stderr)
     store = MeasurementStore(args.output)
     written, skipped = store.extend(rows)
     print(f"{written} points from {len(args.files)} file(s) appended to {args.output}"

@@ -10,18 +10,22 @@ An IMB-MPI1 output has one block per benchmark and process count::
                 0         1000         0.03         0.04         0.03
                 4         1000         0.91         1.02         0.97
 
-The block says the benchmark and the number of active ranks; the algorithm,
-ranks per node and nodes come from the caller or a file-name pattern, as
-for OSU outputs. Times are in microseconds: ``t[usec]`` (PingPong: half the
+The block says the benchmark and the number of active ranks (``-multi``
+blocks, ``# Benchmarking Multi-PingPong``, where several groups run at
+once, are refused); the algorithm, ranks per node and nodes come from the
+caller or a file-name pattern, as for OSU outputs. Times are in microseconds: ``t[usec]`` (PingPong: half the
 round trip) or ``t_avg`` give time_s_mean, ``t_min``/``t_max`` (over ranks)
 give time_s_min/time_s_max, ``#repetitions`` gives reps. Uniband and Biband,
 which report only rates, are stored as the time per message 1 / (Msg/sec).
+The header's ``# Date : Mon Nov 23 19:08:17 2026`` (the machine's local
+time) is the rows' timestamp; without it, the file's modification time.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from commcost.errors import InputError
@@ -29,8 +33,9 @@ from commcost.io.measurements import Measurement
 from commcost.io.osu_import import (RunContext, cell_number, check_context, fields_from_name, file_timestamp,
                                     finish_row)
 
-_BENCHMARKING = re.compile(r"^#\s*Benchmarking\s+(?:Multi-)?(?P<name>\S+)")
+_BENCHMARKING = re.compile(r"^#\s*Benchmarking\s+(?P<multi>Multi-)?(?P<name>\S+)")
 _PROCESSES = re.compile(r"^#\s*#processes\s*=\s*(?P<n>\d+)")
+_DATE = re.compile(r"^#\s*Date\s*:\s*(?P<date>.+?)\s*$")
 _COLLECTIVES = {
     "Bcast", "Allreduce", "Reduce", "Reduce_local", "Reduce_scatter", "Reduce_scatter_block",
     "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter", "Scatterv", "Alltoall", "Alltoallv", "Barrier",
@@ -77,8 +82,19 @@ def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
     return out
 
 
+def _iso_date(text: str) -> str:
+    """IMB's header date (C ``asctime``: ``Mon Nov 23 19:08:17 2026``) as ISO 8601, or '' if it is not one."""
+    try:
+        return datetime.strptime(" ".join(text.split()), "%a %b %d %H:%M:%S %Y").isoformat(timespec="seconds")
+    except ValueError:
+        return ""
+
+
 def parse_imb(text: str, source: str, context: RunContext = RunContext(), timestamp: str = "") -> list[Measurement]:
-    """The rows of an IMB-MPI1 output's text; the block's #processes is the row's nprocs."""
+    """The rows of an IMB-MPI1 output's text; the block's #processes is the row's nprocs.
+
+    ``timestamp`` is used when the header has no ``# Date`` line.
+    """
     check_context(context)
     rows: list[Measurement] = []
     name: str | None = None
@@ -90,9 +106,17 @@ def parse_imb(text: str, source: str, context: RunContext = RunContext(), timest
         if not line:
             names = None  # a blank line ends a table
             continue
+        match = _DATE.match(line)
+        if match and name is None:
+            timestamp = _iso_date(match.group("date")) or timestamp
+            continue
         match = _BENCHMARKING.match(line)
         if match:
             name, nprocs, names = match.group("name"), None, None
+            if match.group("multi"):
+                raise InputError(f"IMB -multi output (Multi-{name}: groups of ranks running at once) is not "
+                                 "read: no column holds the number of groups; run IMB-MPI1 without -multi",
+                                 source=source, where=f"line {number}")
             if name not in _COLLECTIVES and name not in _POINT_TO_POINT:
                 raise InputError(f"IMB benchmark {name!r} is not one this reader knows; it reads "
                                  f"{', '.join(sorted(_POINT_TO_POINT | _COLLECTIVES))}",

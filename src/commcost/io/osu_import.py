@@ -6,9 +6,15 @@ An OSU output is a title line, a column header and one row per size::
     # Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations
     1                       1.52              0.93              2.12        1000
 
-Other ``#`` lines (``# Datatype: MPI_CHAR.``) and lines that are not rows
-(launcher noise before the title) are skipped; a row that starts with a
-number but does not fit the header is an error naming its line.
+Other ``#`` lines and lines that are not rows (launcher noise before the
+title, ``DATA VALIDATION ERROR: ...`` after it) are skipped; a row that
+starts with a number but does not fit the header is an error naming its
+line. What OSU 7.4 adds to the table is read too: ``-z`` tail latencies
+(``P50 Tail Lat(us)`` is the median; other percentiles are checked, not
+stored), and ``-c`` validation (``Validation`` ``Pass``/``Fail``: a failed
+row measured a wrong result and is skipped, with a note). ``-T all`` prints
+one table per ``# Datatype: X.`` line; the sizes repeat, so such a file is
+read only with ``datatype`` naming the table to take.
 
 The file does not say how many ranks ran, on how many nodes, nor which
 algorithm the MPI used: the caller says so (:class:`RunContext`), or a name
@@ -155,6 +161,7 @@ _POINT_TO_POINT = {
     "Multi Latency": "osu_multi_lat",
     "Latency Multi-threaded": "osu_latency_mt",
 }
+_PAIR_ONLY = {"osu_latency", "osu_bw", "osu_bibw"}  # they stop unless run on 2 ranks
 _COLLECTIVES = {
     "Broadcast": "bcast", "Allreduce": "allreduce", "Allgather": "allgather", "Allgatherv": "allgatherv",
     "Alltoall": "alltoall", "Alltoallv": "alltoallv", "Alltoallw": "alltoallw", "Reduce": "reduce",
@@ -164,11 +171,14 @@ _COLLECTIVES = {
 }
 _LABELS = re.compile(
     r"(?P<size>\bSize\b)|(?P<avg>Avg\s+Latency\s*\(us\))|(?P<min>Min\s+Latency\s*\(us\))"
-    r"|(?P<max>Max\s+Latency\s*\(us\))|(?P<latency>Latency\s*\(us\))"
+    r"|(?P<max>Max\s+Latency\s*\(us\))|(?P<tail>\bP(?P<percent>\d{1,2})\s+Tail\s+Lat\s*\(us\))"
+    r"|(?P<latency>Latency\s*\(us\))"
     r"|(?P<bandwidth>Bandwidth\s*\(MB/s\)|\bMB/s)|(?P<rate>Messages/s)"
     r"|(?P<iterations>\bIterations\b)|(?P<validation>\bValidation\b)"
 )
 _COLUMN_HEADER = re.compile(r"^#\s*(Size\b|Avg\s+Latency)")
+_DATATYPE = re.compile(r"^#\s*Datatype:\s*(?P<name>\S+?)\.?\s*$")
+_VALIDATION = ("Pass", "Fail")
 
 
 def _benchmark(what: str, source: str, line: int) -> tuple[str, str]:
@@ -189,7 +199,7 @@ def _columns(header: str, source: str, line: int) -> list[str]:
     names = []
     rest = text
     for match in _LABELS.finditer(text):
-        names.append(match.lastgroup)
+        names.append(f"p{match.group('percent')}" if match.group("tail") else match.lastgroup)
         rest = rest.replace(match.group(0), " ", 1)
     if rest.strip():
         raise InputError(f"unknown column {rest.strip()!r} in the OSU header", source=source, where=f"line {line}")
@@ -212,11 +222,20 @@ def cell_number(token: str, column: str, source: str, line: int, integer: bool =
     return value
 
 
-def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
+def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict | None:
+    """A table row's values in seconds and bytes; None for a row whose validation failed."""
     if len(tokens) != len(names):
         raise InputError(f"expected {len(names)} values as in the header ({', '.join(names)}), got {len(tokens)}",
                          source=source, where=f"line {line}")
     cell = dict(zip(names, tokens))
+    if "validation" in cell and cell["validation"] not in _VALIDATION:
+        raise InputError(f"Validation: expected Pass or Fail, got {cell['validation']!r}", source=source,
+                         where=f"line {line}")
+    for name, token in cell.items():  # tail percentiles: checked; only the median (P50) has a column
+        if name.startswith("p") and name[1:].isdigit():
+            cell_number(token, f"P{name[1:]} Tail Lat(us)", source, line)
+    if cell.get("validation") == "Fail":
+        return None
     nbytes = int(cell_number(cell["size"], "Size", source, line, integer=True)) if "size" in cell else 0
     out: dict = {"nbytes": nbytes}
     if "bandwidth" in cell:
@@ -232,18 +251,28 @@ def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
         out["time_s_min"] = cell_number(cell["min"], "Min Latency(us)", source, line) / 1e6
     if "max" in cell:
         out["time_s_max"] = cell_number(cell["max"], "Max Latency(us)", source, line) / 1e6
+    if "p50" in cell:
+        out["time_s_median"] = cell_number(cell["p50"], "P50 Tail Lat(us)", source, line) / 1e6
     if "iterations" in cell:
         out["reps"] = int(cell_number(cell["iterations"], "Iterations", source, line, integer=True))
     return out
 
 
-def parse_osu(text: str, source: str, context: RunContext = RunContext(), timestamp: str = "") -> list[Measurement]:
-    """The rows of an OSU output's text; ``source`` names it in errors and in the ``source`` column."""
+def parse_osu(text: str, source: str, context: RunContext = RunContext(), timestamp: str = "",
+              datatype: str | None = None, notes: list[str] | None = None) -> list[Measurement]:
+    """The rows of an OSU output's text; ``source`` names it in errors and in the ``source`` column.
+
+    ``datatype`` (e.g. ``MPI_INT``) takes only that ``# Datatype:`` table; it
+    is needed when the file has several (``-T all``). Rows skipped for a
+    failed validation are told in ``notes``, one line each, when given.
+    """
     check_context(context)
     rows: list[Measurement] = []
     benchmark = collective = None
     names: list[str] | None = None
     ctx = context
+    current_type: str | None = None  # the table's datatype, None before any '# Datatype:' line
+    seen_types: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -261,29 +290,51 @@ def parse_osu(text: str, source: str, context: RunContext = RunContext(), timest
                                  source=source, where=f"line {number}")
             if ctx.nprocs is None and not collective:
                 ctx = replace(ctx, nprocs=2)
+            if benchmark in _PAIR_ONLY and ctx.nprocs != 2:
+                raise InputError(f"{benchmark} runs on exactly 2 ranks, but nprocs is {ctx.nprocs}",
+                                 source=source, where=f"line {number}")
             if ctx.nprocs is None:
                 raise InputError(f"{benchmark} does not say how many ranks ran; give --nprocs or a "
                                  "--name-pattern with {nprocs}", source=source)
             continue
         if line.startswith("#"):
-            if benchmark and _COLUMN_HEADER.match(line):
+            kind = _DATATYPE.match(line)
+            if kind:
+                current_type, names = kind.group("name"), None
+                if current_type not in seen_types:
+                    seen_types.append(current_type)
+                if datatype is None and len(seen_types) > 1:
+                    raise InputError(f"a second datatype table ({current_type} after {seen_types[0]}, as "
+                                     "osu_* -T all prints): their sizes repeat; give --datatype to import one",
+                                     source=source, where=f"line {number}")
+            elif benchmark and _COLUMN_HEADER.match(line):
                 names = _columns(line, source, number)
             continue
         if names is None or not line[0].isdigit():
             continue  # launcher noise, or text around the table
         row = _row(names, line.split(), source, number)
+        if datatype is not None and current_type != datatype:
+            continue
+        if row is None:
+            if notes is not None:
+                notes.append(f"{source}:line {number}: validation Fail, row skipped")
+            continue
         row.update(benchmark=benchmark, collective=collective, timestamp=timestamp)
         rows.append(finish_row(row, ctx, source))
     if benchmark is None:
         raise InputError("no OSU title line ('# OSU MPI ... Test vX.Y') found; is this an OSU output?",
                          source=source)
+    if datatype is not None and datatype not in seen_types:
+        found = ", ".join(seen_types) or "no '# Datatype:' line"
+        raise InputError(f"--datatype {datatype}: no such table; the file has {found}", source=source)
     if not rows:
         raise InputError(f"no rows found under the {benchmark} header", source=source)
     return rows
 
 
-def read_osu(path: str | Path, context: RunContext = RunContext(), name_pattern: str | None = None) -> list[Measurement]:
-    """Read one OSU output file; a name pattern fills in what the context leaves out."""
+def read_osu(path: str | Path, context: RunContext = RunContext(), name_pattern: str | None = None,
+             datatype: str | None = None, notes: list[str] | None = None) -> list[Measurement]:
+    """Read one OSU output file; a name pattern fills in what the context leaves out (see :func:`parse_osu`)."""
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -291,7 +342,7 @@ def read_osu(path: str | Path, context: RunContext = RunContext(), name_pattern:
         raise InputError(f"cannot read the OSU output ({exc.strerror})", source=source) from None
     if name_pattern:
         context = context.merged(fields_from_name(name_pattern, path), source, "the file name")
-    return parse_osu(text, source, context, file_timestamp(path))
+    return parse_osu(text, source, context, file_timestamp(path), datatype, notes)
 
 
 assert set(_NAME_FIELDS) == {f.name for f in fields(RunContext)}
