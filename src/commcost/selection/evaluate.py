@@ -72,4 +72,5 @@ def summary(scores: Sequence[PointScore], strategy: str) -> dict[str, float]:
                 "within_5pct": float("nan"), "within_10pct": float("nan")}
     return {"points": int(len(scored)), "unscored": int(len(values) - len(scored)),
             "mean_pct": float(scored.mean()), "max_pct": float(scored.max()),
-            "within_5pct": float(np.mean(scored <= 5.0)), "within_10pct": float(np.mean(scored <= 10.0))}
+            "within_5pct": float(np.mean(scored <= 5.0 + 1e-9)),
+            "within_10pct": float(np.mean(scored <= 10.0 + 1e-9))}
