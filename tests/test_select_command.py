@@ -47,7 +47,9 @@ def test_select_csv_has_a_row_per_point(capsys):
                        "--segsizes", "0")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and len(rows) == 3 * 13
-    assert set(rows[0]) == {"nprocs", "nbytes", "algorithm", "id", "params", "time_s"}
+    assert set(rows[0]) == {"nprocs", "nbytes", "algorithm", "id", "params", "time_s", "ompi_default",
+                            "ompi_default_time_s"}
+    assert all(float(r["ompi_default_time_s"]) >= float(r["time_s"]) * (1 - 1e-12) for r in rows)
 
 
 def test_select_with_paper004_model_chooses_among_the_algorithms_it_models(capsys):

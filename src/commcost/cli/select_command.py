@@ -98,7 +98,7 @@ def paper004_pricer(params, mapping_of, root: int):
 def _select(args: argparse.Namespace) -> int:
     from commcost.cli.grid_options import parse_points
     from commcost.collectives import Collective
-    from commcost.report.selection_report import grid_csv, plot_map, render_rules, rule_rows
+    from commcost.report.selection_report import grid_csv, plot_map, render_penalties, render_rules, rule_rows
     from commcost.selection.select import candidates, select
 
     collective = Collective(args.collective)
@@ -113,6 +113,7 @@ def _select(args: argparse.Namespace) -> int:
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
     best = result.best_index
     chosen = [[choices[best[p, m]] for m in range(len(sizes))] for p in range(len(procs))]
+    default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
     title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
              f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
     if args.plot:
@@ -122,17 +123,64 @@ def _select(args: argparse.Namespace) -> int:
                           "procs": procs, "sizes": sizes, "rules": rule_rows(result.selection),
                           "grid": [{"nprocs": p, "nbytes": m, "algorithm": chosen[i][j].algorithm.key,
                                     "params": dict(chosen[i][j].params),
-                                    "time_s": float(result.best_time_s[i, j])}
-                                   for i, p in enumerate(procs) for j, m in enumerate(sizes)]}, indent=2))
+                                    "time_s": float(result.best_time_s[i, j]),
+                                    **({"ompi_default": default[i][j].label if default[i][j] else None,
+                                        "ompi_default_time_s": _finite(default_s[i, j])} if default else {})}
+                                   for i, p in enumerate(procs) for j, m in enumerate(sizes)],
+                          **({"ompi_default_penalty": _predicted_penalty(default_s, result)} if default else {})},
+                         indent=2))
     elif args.format == "csv":
         print(grid_csv(procs, sizes, {
             "algorithm": lambda i, j: chosen[i][j].algorithm.key,
             "id": lambda i, j: chosen[i][j].algorithm.id,
             "params": lambda i, j: ";".join(f"{k}={v}" for k, v in sorted(chosen[i][j].params.items())),
             "time_s": lambda i, j: float(result.best_time_s[i, j]),
+            **({"ompi_default": lambda i, j: default[i][j].label if default[i][j] else "",
+                "ompi_default_time_s": lambda i, j: float(default_s[i, j])} if default else {}),
         }), end="")
     else:
         print(render_rules(result.selection, title))
+        if default:
+            print()
+            print(render_penalties({"Open MPI default": _predicted_penalty(default_s, result)},
+                                   f"Open MPI's fixed decision against the model's choice, both priced by "
+                                   f"{args.model}:"))
         if args.plot:
             print(f"\n  map: {args.plot}")
     return 0
+
+
+def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price, result):
+    """Open MPI's fixed decision at every point (None where commcost has no schedule of its pick) and its
+    predicted time by the same pricer (``[p, m]``, inf where unpriced); ([], None) for other libraries."""
+    import numpy as np
+
+    from commcost.selection.ompi_fixed import as_choice, decide
+
+    if args.library != "ompi":
+        return [], None
+    picks = [[as_choice(decide(collective, p, m)) for m in sizes] for p in procs]
+    times = np.full((len(procs), len(sizes)), np.inf)
+    for i, nprocs in enumerate(procs):
+        for choice in {c for c in picks[i] if c is not None}:
+            if choice in result.choices:
+                row = result.time_of(choice)[i]
+            else:
+                row = price(choice, nprocs, sizes, None)
+            for j in range(len(sizes)):
+                if picks[i][j] == choice:
+                    times[i, j] = row[j]
+    return picks, times
+
+
+def _predicted_penalty(default_s, result) -> dict:
+    """The summary of Open MPI's default against the model's best, by the model (paper 004 Table 3 style)."""
+    import numpy as np
+
+    from commcost.selection.evaluate import summary_of
+
+    return summary_of(100.0 * (default_s / result.best_time_s - 1.0), np.isfinite(default_s))
+
+
+def _finite(value: float):
+    return float(value) if value == value and value != float("inf") else None

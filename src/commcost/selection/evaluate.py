@@ -66,11 +66,18 @@ def penalties(measured: Mapping[Point, Mapping[Hashable, float]],
 def summary(scores: Sequence[PointScore], strategy: str) -> dict[str, float]:
     """Mean and max penalty (%), shares within 5% and 10%, over the points where the pick was measured."""
     values = np.array([s.picks[strategy][2] for s in scores], dtype=np.float64)
-    scored = values[np.isfinite(values)]
-    if not len(scored):
+    return summary_of(values, np.isfinite(values))
+
+
+def summary_of(penalty_pct: np.ndarray, scored: np.ndarray) -> dict[str, float]:
+    """The summary figures of penalties (%) where ``scored`` is true; the rest count as unscored."""
+    values = np.asarray(penalty_pct, dtype=np.float64).ravel()
+    scored = np.asarray(scored, dtype=bool).ravel()
+    kept = values[scored]
+    if not len(kept):
         return {"points": 0, "unscored": int(len(values)), "mean_pct": float("nan"), "max_pct": float("nan"),
                 "within_5pct": float("nan"), "within_10pct": float("nan")}
-    return {"points": int(len(scored)), "unscored": int(len(values) - len(scored)),
-            "mean_pct": float(scored.mean()), "max_pct": float(scored.max()),
-            "within_5pct": float(np.mean(scored <= 5.0 + 1e-9)),
-            "within_10pct": float(np.mean(scored <= 10.0 + 1e-9))}
+    return {"points": int(len(kept)), "unscored": int(len(values) - len(kept)),
+            "mean_pct": float(kept.mean()), "max_pct": float(kept.max()),
+            "within_5pct": float(np.mean(kept <= 5.0 + 1e-9)),
+            "within_10pct": float(np.mean(kept <= 10.0 + 1e-9))}
