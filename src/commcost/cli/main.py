@@ -294,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.calibrate_command  # noqa: F401  (registers `calibrate`)
     import commcost.cli.select_command  # noqa: F401  (registers `select`)
     import commcost.cli.evaluate_command  # noqa: F401  (registers `evaluate-selection`)
+    import commcost.cli.tune_command  # noqa: F401  (registers `tune`)
 
     parser = _Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")

@@ -34,6 +34,13 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithms", default="", help="only these algorithm names (comma list)")
     p.add_argument("--format", default="table", choices=FORMATS)
     p.add_argument("--plot", type=Path, help="write a PNG map of the selection over (P, n)")
+    p.add_argument("--write-ompi-rules", type=Path, metavar="FILE",
+                   help="write an Open MPI coll/tuned rules file (coll_tuned_dynamic_rules_filename)")
+    p.add_argument("--ompi-rules-format", default="classic", choices=["classic", "json"],
+                   help="classic (rule-file-version-2, Open MPI 5.0.x and later; default) or json (Open MPI 6.0+)")
+    p.add_argument("--write-mpich-json", type=Path, metavar="FILE",
+                   help="write an MPICH selection file (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE); "
+                        "needs --library mpich")
 
 
 def _values(text: str, option: str, sizes: bool = False) -> list[int]:
@@ -102,6 +109,12 @@ def _select(args: argparse.Namespace) -> int:
     from commcost.selection.select import candidates, select
 
     collective = Collective(args.collective)
+    if args.write_ompi_rules and args.library != "ompi":
+        raise InputError("an Open MPI rules file needs Open MPI algorithms; expected --library ompi",
+                         where="--write-ompi-rules")
+    if args.write_mpich_json and args.library != "mpich":
+        raise InputError("an MPICH selection file needs MPICH algorithms; expected --library mpich",
+                         where="--write-mpich-json")
     procs = parse_points(args.procs, "--procs", 2)
     sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
     only = [a.strip() for a in args.algorithms.split(",") if a.strip()]
@@ -118,6 +131,7 @@ def _select(args: argparse.Namespace) -> int:
              f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
     if args.plot:
         plot_map(args.plot, procs, sizes, chosen, title)
+    write_tuning_files(args, [result.selection])
     if args.format == "json":
         print(json.dumps({"collective": collective.value, "library": args.library, "model": args.model,
                           "procs": procs, "sizes": sizes, "rules": rule_rows(result.selection),
@@ -184,3 +198,19 @@ def _predicted_penalty(default_s, result) -> dict:
 
 def _finite(value: float):
     return float(value) if value == value and value != float("inf") else None
+
+
+def write_tuning_files(args: argparse.Namespace, selections) -> list[str]:
+    """Write the rules files the options ask for; returns what was written, one line each."""
+    written = []
+    if getattr(args, "write_ompi_rules", None):
+        from commcost.io.ompi_rules import write_ompi_rules
+
+        write_ompi_rules(selections, args.write_ompi_rules, args.ompi_rules_format)
+        written.append(f"Open MPI rules ({args.ompi_rules_format}): {args.write_ompi_rules}")
+    if getattr(args, "write_mpich_json", None):
+        from commcost.io.mpich_json import write_mpich_json
+
+        write_mpich_json(selections, args.write_mpich_json)
+        written.append(f"MPICH selection JSON: {args.write_mpich_json}")
+    return written
