@@ -41,6 +41,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-mpich-json", type=Path, metavar="FILE",
                    help="write an MPICH selection file (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE); "
                         "needs --library mpich")
+    p.add_argument("--mpich-base", type=Path, metavar="FILE",
+                   help="a complete MPICH selection file (e.g. MPICH's maint/tuning/coll/mpir/generic.json) whose "
+                        "other collectives the written file keeps: MPICH takes the file as its whole selection")
 
 
 def _values(text: str, option: str, sizes: bool = False) -> list[int]:
@@ -211,6 +214,9 @@ def write_tuning_files(args: argparse.Namespace, selections) -> list[str]:
     if getattr(args, "write_mpich_json", None):
         from commcost.io.mpich_json import write_mpich_json
 
-        write_mpich_json(selections, args.write_mpich_json)
-        written.append(f"MPICH selection JSON: {args.write_mpich_json}")
+        base = getattr(args, "mpich_base", None)
+        write_mpich_json(selections, args.write_mpich_json, base)
+        written.append(f"MPICH selection JSON: {args.write_mpich_json}"
+                       + ("" if base else " (only these collectives: MPICH aborts on any other unless merged "
+                                          "into a complete file, see --mpich-base)"))
     return written

@@ -8,7 +8,9 @@
    network channel between nodes, contention per node.
 3. For each collective, the best Open MPI algorithm (and segment size) for
    every (P, n) of the grid is selected under tau-Lop when Ring_tau was
-   fitted, else Hockney; MPICH's too where commcost has its algorithms.
+   fitted, else Hockney; MPICH's too with ``--mpich-base`` (MPICH takes a
+   selection file as its whole selection, so its picks are merged into a
+   complete one).
 4. ``OUT/ompi-rules.conf`` (classic, Open MPI 5.0.x+), ``OUT/ompi-rules.json``
    (Open MPI 6.0+), ``OUT/mpich-coll.json`` and a PNG map per collective are
    written, and a report printed: what was measured and fitted, the rules,
@@ -41,6 +43,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--select-procs", default="2..1024", help="communicator sizes of the rules (default 2..1024)")
     p.add_argument("--sizes", default="1..4MiB", help="message sizes of the rules (default 1..4MiB)")
     p.add_argument("--segsizes", default="0,8KiB,32KiB,128KiB", help="segment sizes to try (decision variable)")
+    p.add_argument("--mpich-base", type=Path, metavar="FILE",
+                   help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -94,7 +98,8 @@ def _tune(args: argparse.Namespace) -> int:
     params_path = args.out / "params.toml"
     params = load_params(params_path)
     model = "taulop" if "taulop" in params.sections else "hockney"
-    channels = sorted(params.for_model(model).tables if model == "taulop" else params.for_model(model))
+    fitted = params.for_model(model)
+    channels = sorted(fitted.tables if model == "taulop" else fitted.channels)
     network = next((c for c in NETWORK_CHANNELS if c in channels), None)
     if "shm" not in channels or network is None:
         raise InputError(f"the calibration fitted {model} for channels {channels}; expected shm and one of "
@@ -110,6 +115,8 @@ def _tune(args: argparse.Namespace) -> int:
     ompi, mpich, reports = [], [], []
     for collective in collectives:
         for library, bucket in (("ompi", ompi), ("mpich", mpich)):
+            if library == "mpich" and not args.mpich_base:
+                continue
             if not any(a.library == library for a in algorithms(collective)):
                 continue
             result, text = _select_one(args, collective, library, model, params_path, platform_path)
@@ -126,7 +133,7 @@ def _tune(args: argparse.Namespace) -> int:
     if mpich:
         from commcost.io.mpich_json import write_mpich_json
 
-        write_mpich_json(mpich, args.out / "mpich-coll.json")
+        write_mpich_json(mpich, args.out / "mpich-coll.json", args.mpich_base)
         written.append(args.out / "mpich-coll.json")
 
     # 4. report
