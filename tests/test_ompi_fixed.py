@@ -98,10 +98,13 @@ def test_as_choice() -> None:
                                                                                                 "fanout": 1}
     reduce = of.as_choice(of.decide("reduce", 8, 1 << 20))
     assert reduce is not None and reduce.algorithm.name == "binomial" and dict(reduce.params) == {"segsize": 0}
-    assert of.as_choice(of.decide("allgather", 300, 64)).algorithm.name == "bruck-k-fanout"
-    for collective, nprocs, nbytes in [("allreduce", 3, 100_000), ("reduce", 2, 1), ("allgather", 2, 8),
-                                       ("alltoall", 2, 2), ("alltoall", 3, 1), ("reduce_scatter", 4, 8)]:
+    assert of.as_choice(of.decide("allgather", 300, 64)).algorithm.name == "bruck"
+    for collective, nprocs, nbytes in [("allreduce", 3, 100_000), ("reduce", 2, 1), ("reduce_scatter", 4, 8)]:
         assert of.as_choice(of.decide(collective, nprocs, nbytes)) is None
+    for collective, nprocs, nbytes in [("allgather", 2, 8), ("alltoall", 2, 2), ("alltoall", 3, 1)]:
+        decision = of.decide(collective, nprocs, nbytes)
+        choice = of.as_choice(decision)
+        assert choice is not None and (choice.algorithm.id, choice.algorithm.name) == (decision.id, decision.name)
 
 
 def test_registered_choices_build() -> None:
@@ -176,7 +179,7 @@ def test_fixed_selection_reproduces_decisions(collective: Collective, commutativ
 
 
 def test_stand_in_does_not_build() -> None:
-    choice = of.stand_in(of.decide("alltoall", 2, 2))
-    assert not of.is_modelled(choice) and choice.algorithm.name == "two_proc"
+    choice = of.stand_in(of.OmpiDecision("alltoall", 99, "not_modelled"))
+    assert not of.is_modelled(choice) and choice.algorithm.name == "not_modelled"
     with pytest.raises(InputError):
         build(choice.algorithm, Case(Collective.ALLTOALL, 2, 2))
