@@ -26,7 +26,8 @@ def test_the_registry_is_complete():
     names = {(a.collective.value, a.key) for a in ALL}
     ompi_bcast = {a.id for a in ALL if a.collective.value == "bcast" and a.library == "ompi"}
     assert ompi_bcast == set(range(1, 10))
-    assert {c for c, _ in names} == {"bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall"}
+    assert {c for c, _ in names} == {"bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall",
+                                     "reduce_scatter"}
 
 
 @pytest.mark.parametrize("algorithm", ALL, ids=lambda a: f"{a.collective.value}:{a.key}")
