@@ -33,7 +33,8 @@ def test_algorithms_lists_open_mpi_bcast_ids_and_parameters(capsys):
 def test_algorithms_without_a_filter_lists_every_collective(capsys):
     code, out, _ = run(capsys, "algorithms")
     assert code == 0
-    for collective in ("bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall"):
+    for collective in ("bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall",
+                       "reduce_scatter"):
         assert f"{collective}:" in out
 
 
@@ -104,3 +105,14 @@ def test_a_schedule_too_large_is_skipped_or_refused(capsys, monkeypatch):
     code, out, err = run(capsys, *BASE, "--algorithm", "scatter_allgather_ring", "--procs", "128", "--ppn", "32",
                          "--nbytes", "1000000")
     assert code == 2 and "exceeds 5,000 transmissions" in err and len(err.strip().splitlines()) == 1
+
+
+def test_all_algorithms_skip_the_two_proc_algorithms_beyond_two_ranks(capsys):
+    argv = ["predict", "--collective", "allgather", *BASE[3:], "--all-algorithms", "--nbytes", "1KiB"]
+    code, out, _ = run(capsys, *argv, "--procs", "8", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert sorted(r["id"] for r in doc["results"] if r["library"] == "ompi") == [1, 2, 3, 4, 5, 7]
+    assert any("two_proc" in note for note in doc["skipped"])
+    code, out, _ = run(capsys, *argv, "--procs", "2", "--format", "json")
+    assert sorted(r["id"] for r in json.loads(out)["results"] if r["library"] == "ompi") == list(range(1, 8))

@@ -11,6 +11,7 @@ import pytest
 
 from commcost.collectives import Case, algorithms, build
 from commcost.collectives.dataflow import check
+from commcost.collectives.registry import Unsupported
 
 ALL = algorithms()
 NBYTES = 11  # odd on purpose: blocks and segments do not divide it
@@ -25,13 +26,16 @@ def test_the_registry_is_complete():
     names = {(a.collective.value, a.key) for a in ALL}
     ompi_bcast = {a.id for a in ALL if a.collective.value == "bcast" and a.library == "ompi"}
     assert ompi_bcast == set(range(1, 10))
-    assert {c for c, _ in names} == {"bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall"}
+    assert {c for c, _ in names} == {"bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall",
+                                     "reduce_scatter"}
 
 
 @pytest.mark.parametrize("algorithm", ALL, ids=lambda a: f"{a.collective.value}:{a.key}")
 def test_dataflow_holds_for_p_1_to_65_and_three_roots(algorithm):
     rooted = algorithm.collective.rooted
     for nprocs in range(1, 66):
+        if not algorithm.supports(nprocs):
+            continue
         roots = sorted({0, nprocs // 2, nprocs - 1}) if rooted else [0]
         nbytes = NBYTES if algorithm.collective.value != "alltoall" or nprocs <= 33 else 2
         for root in roots:
@@ -45,6 +49,8 @@ def test_defaults_and_large_messages_build_and_check(algorithm):
     for nprocs, nbytes in ((1, 0), (2, 1), (5, 1000), (16, 4096), (13, 70_000)):
         if algorithm.collective.value == "alltoall" and nbytes > 1000:
             nbytes = 100
+        if not algorithm.supports(nprocs):
+            nprocs = 2
         cs = build(algorithm, Case(algorithm.collective, nprocs, nbytes, nprocs - 1), data=True)
         check(cs)
         assert np.all(cs.schedule.src != cs.schedule.dst)
@@ -52,8 +58,19 @@ def test_defaults_and_large_messages_build_and_check(algorithm):
 
 @pytest.mark.parametrize("algorithm", ALL, ids=lambda a: f"{a.collective.value}:{a.key}")
 def test_payloads_do_not_change_the_schedule(algorithm):
-    case = Case(algorithm.collective, 23, 300, 7 if algorithm.collective.rooted else 0)
+    nprocs = 23 if algorithm.supports(23) else 2
+    case = Case(algorithm.collective, nprocs, 300, 7 % nprocs if algorithm.collective.rooted else 0)
     with_data = build(algorithm, case, data=True).schedule
     without = build(algorithm, case).schedule
     for field in ("src", "dst", "nbytes", "phase", "posted"):
         assert np.array_equal(getattr(with_data, field), getattr(without, field))
+
+
+@pytest.mark.parametrize("algorithm", [a for a in ALL if a.nprocs_ok is not None],
+                         ids=lambda a: f"{a.collective.value}:{a.key}")
+def test_unsupported_sizes_fail_as_the_library_does(algorithm):
+    """Open MPI's two_proc algorithms return MPI_ERR_UNSUPPORTED_OPERATION on P != 2; so does build."""
+    for nprocs in (3, 4, 7):
+        with pytest.raises(Unsupported):
+            build(algorithm, Case(algorithm.collective, nprocs, 8))
+    assert len(build(algorithm, Case(algorithm.collective, 1, 8)).schedule.src) == 0

@@ -27,9 +27,12 @@ def test_open_mpi_names_and_ids():
         return {a.name: a.id for a in algorithms(collective) if a.library == "ompi"}
     assert ids(Collective.SCATTER) == {"basic_linear": 1, "binomial": 2, "linear_nb": 3}
     assert ids(Collective.GATHER) == {"basic_linear": 1, "binomial": 2, "linear_sync": 3}
-    assert ids(Collective.ALLGATHER) == {"bruck-k-fanout": 2, "recursive_doubling": 3, "ring": 4, "neighbor": 5,
-                                         "sparbit": 7, "direct-messaging": 8}
-    assert find(Collective.ALLGATHER, "2").resolve_params() == {"radix": 2}
+    assert ids(Collective.ALLGATHER) == {"linear": 1, "bruck": 2, "recursive_doubling": 3, "ring": 4, "neighbor": 5,
+                                         "two_proc": 6, "sparbit": 7}
+    assert find(Collective.ALLGATHER, "2").resolve_params() == {}
+    # Open MPI main's k-ary Bruck and direct messaging stay available, without a 5.0 id
+    assert find(Collective.ALLGATHER, "bruck-k-fanout").key == "generic.bruck-k-fanout"
+    assert find(Collective.ALLGATHER, "direct-messaging").id is None
 
 
 # ------------------------------------------------------------------------------------------------ scatter
@@ -147,17 +150,19 @@ def test_paper_003_recursive_doubling_stage_sizes_double():
     assert cs.schedule.nbytes.sum() == (p - 1) * m
 
 
-def test_recursive_doubling_falls_back_to_bruck_radix_2_on_non_power_of_two():
+def test_recursive_doubling_falls_back_to_bruck_on_non_power_of_two():
     for p in (3, 6, 12):
         rd = build(find(Collective.ALLGATHER, "recursive_doubling"), Case(Collective.ALLGATHER, p, 5)).schedule
-        bruck = build(find(Collective.ALLGATHER, "bruck-k-fanout"), Case(Collective.ALLGATHER, p, 5)).schedule
+        bruck = build(find(Collective.ALLGATHER, "bruck"), Case(Collective.ALLGATHER, p, 5)).schedule
+        k2 = build(find(Collective.ALLGATHER, "bruck-k-fanout"), Case(Collective.ALLGATHER, p, 5)).schedule
         for field in ("src", "dst", "nbytes", "phase"):
             assert np.array_equal(getattr(rd, field), getattr(bruck, field))
+            assert np.array_equal(getattr(k2, field), getattr(bruck, field))
 
 
 def test_bruck_on_6_ranks():
     n = 2
-    cs = run(Collective.ALLGATHER, "bruck-k-fanout", 6, n)
+    cs = run(Collective.ALLGATHER, "bruck", 6, n)
     # distances 1, 2, 4: runs of 1, 2, then min(4, 6 - 4) = 2 blocks, sent to r - distance
     assert sizes(cs) == [[n] * 6, [2 * n] * 6, [2 * n] * 6]
     for ph, d in zip(phases(cs), (1, 2, 4)):
@@ -211,7 +216,7 @@ def test_non_default_parameters_hold(collective, name, params):
 def test_zero_bytes_send_nothing():
     for collective, names in ((Collective.SCATTER, ("basic_linear", "binomial", "linear_nb")),
                               (Collective.GATHER, ("basic_linear", "binomial", "linear_sync")),
-                              (Collective.ALLGATHER, ("bruck-k-fanout", "recursive_doubling", "ring",
+                              (Collective.ALLGATHER, ("bruck", "recursive_doubling", "ring", "linear",
                                                       "neighbor", "sparbit", "direct-messaging"))):
         for name in names:
             assert run(collective, name, 6, 0).schedule.ntransmissions == 0
@@ -222,6 +227,23 @@ def test_binomial_and_logarithmic_schedules_scale_to_large_p():
     for collective, name, p in ((Collective.SCATTER, "binomial", 1 << 20),
                                 (Collective.GATHER, "binomial", 1 << 20),
                                 (Collective.ALLGATHER, "recursive_doubling", 1 << 16),
-                                (Collective.ALLGATHER, "bruck-k-fanout", 1 << 16)):
+                                (Collective.ALLGATHER, "bruck", 1 << 16)):
         cs = build(find(collective, name), Case(collective, p, 8, 3 if collective.rooted else 0))
         assert cs.schedule.nphases == p.bit_length() - 1
+
+
+def test_linear_allgather_is_a_gather_then_a_bcast_on_5_ranks():
+    """coll_base_allgather.c basic_linear: gather to rank 0 (basic_linear: 4 blocks in), then bcast of 5 blocks."""
+    n = 2
+    cs = run(Collective.ALLGATHER, "linear", 5, n)
+    ph = phases(cs)
+    assert [(s, t, p) for s, t, p in ph[0]] == [(r, 0, ((r * n, (r + 1) * n),)) for r in range(1, 5)]
+    assert [(s, t, p) for s, t, p in ph[1]] == [(0, r, ((0, 5 * n),)) for r in range(1, 5)]
+    tree = run(Collective.ALLGATHER, "linear", 8, n, gather=2, bcast=6)  # binomial gather, binomial bcast
+    assert sizes(tree)[:3] == [[n] * 4, [2 * n] * 2, [4 * n]]
+    assert sizes(tree)[3:] == [[8 * n] * 3, [8 * n] * 3, [8 * n]]  # bmtree: the root posts to 3 children
+
+
+def test_two_proc_allgather_swaps_blocks():
+    cs = run(Collective.ALLGATHER, "two_proc", 2, 3)
+    assert phases(cs) == [[(0, 1, ((0, 3),)), (1, 0, ((3, 6),))]]

@@ -61,3 +61,14 @@ def test_sweep_equals_case_by_case(model, params):
     assert np.allclose(fast.time_s, slow.time_s, rtol=1e-12)
     assert fast.time_s.shape == (9, 4, 5) and np.all(fast.time_s > 0)
     assert np.array_equal(fast.best(), slow.best())
+
+
+def test_an_algorithm_open_mpi_refuses_is_never_the_fastest():
+    """allgather two_proc runs on 2 ranks only: priced there, inf on any other P."""
+    platform = cluster(2, 4)
+    two_proc = next(a for a in algorithms(Collective.ALLGATHER) if a.name == "two_proc")
+    ring = next(a for a in algorithms(Collective.ALLGATHER) if a.name == "ring")
+    mapping_of = lambda p: Mapping.sequential(platform, p, 4)  # noqa: E731
+    grid = price_grid([two_proc, ring], [2, 3, 8], [8, 4096], platform, mapping_of, TauLop(two_channel_params()))
+    assert np.all(np.isfinite(grid.time_s[:, 0])) and np.all(np.isinf(grid.time_s[0, 1:]))
+    assert np.all(np.isfinite(grid.time_s[1]))

@@ -160,6 +160,7 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
     if closed is not None:
         return _predict_paper004(args, case, chosen, given, mapping, closed)
     from commcost.collectives.recorder import MAX_TRANSMISSIONS, ScheduleTooLarge
+    from commcost.collectives.registry import Unsupported
 
     rows = []
     skipped: list[str] = []
@@ -173,6 +174,11 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
             if not args.all_algorithms:
                 raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
             skipped.append(f"{algorithm.key} (more than {MAX_TRANSMISSIONS:,} transmissions)")
+            continue
+        except Unsupported:
+            if not args.all_algorithms:
+                raise
+            skipped.append(f"{algorithm.key} (Open MPI does not run it on {case.nprocs} ranks)")
             continue
         except InputError as exc:
             raise exc.located(where=f"--param {exc.where}" if exc.where else None) from None

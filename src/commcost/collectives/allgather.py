@@ -8,9 +8,23 @@ Names and ids are those of ``coll_tuned_allgather_algorithm``
 block is no communication: MPI_Allgather returns before calling the
 algorithm (ompi/mpi/c/allgather.c.in).
 
-Not registered: ``linear`` (1) is MPI_Gather then MPI_Bcast through
-whatever modules the communicator selected, not an algorithm of its own;
-``two_proc`` (6) runs only on two ranks (it fails on any other P).
+Ids and names are those of Open MPI 5.0.x (``ompi_info --param coll tuned
+--level 9`` of the embedded Open MPI 5.0.11; read at v5.0.10):
+
+== ================== ==============================================
+1  linear             ``ompi_coll_base_allgather_intra_basic_linear``
+2  bruck              ``ompi_coll_base_allgather_intra_bruck``
+3  recursive_doubling ``ompi_coll_base_allgather_intra_recursivedoubling``
+4  ring               ``ompi_coll_base_allgather_intra_ring``
+5  neighbor           ``ompi_coll_base_allgather_intra_neighborexchange``
+6  two_proc           ``ompi_coll_base_allgather_intra_two_procs`` (P = 2 only)
+7  sparbit            ``ompi_coll_base_allgather_intra_sparbit``
+== ================== ==============================================
+
+Open MPI's main branch (6.x) has a k-ary Bruck (``ompi_coll_base_allgather_intra_k_bruck``)
+at id 2 and direct messaging at id 8; they are registered as ``generic``
+entries ``bruck-k-fanout`` and ``direct-messaging`` (no id), since 5.0.x
+does not run them.
 """
 
 from __future__ import annotations
@@ -21,7 +35,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register
+from commcost.collectives.registry import find, register
 from commcost.collectives.scatter_gather import send_block_runs
 from commcost.schedule.schedule import SendMode
 
@@ -56,30 +70,87 @@ def _k_bruck(rec: Recorder, case: Case, radix: int) -> None:
         distance *= radix
 
 
-@register(Collective.ALLGATHER, "ompi", "bruck-k-fanout",
-          "Bruck's algorithm with radix k: ceil(log_k P) rounds of k-1 posted sends of growing runs of blocks",
-          params=(Param("radix", 2, "k (Open MPI's faninout): 2 when Open MPI's fixed rules pick it; "
-                                    "coll_tuned_allgather_algorithm_tree_fanout (4) when forced", minimum=2),),
-          id=2)
+@register(Collective.ALLGATHER, "generic", "bruck-k-fanout",
+          "Bruck's algorithm with radix k (Open MPI 6's id 2, not in 5.0.x): ceil(log_k P) rounds of k-1 "
+          "posted sends of growing runs of blocks",
+          params=(Param("radix", 2, "k (Open MPI 6's faninout, coll_tuned_allgather_algorithm_tree_fanout "
+                                    "when forced)", minimum=2),))
 def bruck_k_fanout(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
-    """``ompi_coll_base_allgather_intra_k_bruck`` (coll_base_allgather.c); radix 2 is the classic Bruck.
+    """``ompi_coll_base_allgather_intra_k_bruck`` (coll_base_allgather.c of Open MPI main, not 5.0.x).
 
-    The final local rotation of the blocks moves no data between ranks.
+    Radix 2 gives the schedule of 5.0's Bruck (:func:`bruck`). The final
+    local rotation of the blocks moves no data between ranks.
     """
     _k_bruck(rec, case, params["radix"])
 
 
+@register(Collective.ALLGATHER, "ompi", "bruck",
+          "Bruck's algorithm: ceil(log2 P) sendrecvs of 1, 2, 4, ... blocks (the last one the rest) "
+          "at distances 1, 2, 4, ...", id=2)
+def bruck(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's allgather id 2; source ``ompi_coll_base_allgather_intra_bruck`` (coll_base_allgather.c).
+
+    Rank r keeps blocks r, r+1, ... (mod P) at the front of its buffer; at
+    distance d = 1, 2, 4, ... < P it sendrecvs its first ``d`` blocks
+    (``P - d`` when d > P/2) to ``r - d``, receiving as many from ``r + d``.
+    This is the k-ary Bruck with k = 2; the final local rotation moves no
+    data between ranks.
+    """
+    _k_bruck(rec, case, 2)
+
+
+@register(Collective.ALLGATHER, "ompi", "linear",
+          "MPI_Gather to rank 0, then MPI_Bcast of all P blocks from rank 0 (through the collectives "
+          "the communicator runs)",
+          params=(Param("gather", 1, "Open MPI gather id the gather runs (coll/tuned picks it by its fixed "
+                                     "decision; 1 basic_linear, 2 binomial, 3 linear_sync)", minimum=1),
+                  Param("bcast", 1, "Open MPI bcast id the bcast runs, unsegmented (1 basic_linear ... "
+                                    "9 scatter_allgather_ring)", minimum=1)),
+          id=1)
+def linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's allgather id 1; source ``ompi_coll_base_allgather_intra_basic_linear`` (coll_base_allgather.c).
+
+    Open MPI calls ``comm->c_coll->coll_gather`` (root 0) and then
+    ``coll_bcast`` of the ``P n`` gathered bytes from rank 0: whatever the
+    communicator's modules run, under coll/tuned its fixed decision for
+    those sizes (:mod:`commcost.selection.ompi_fixed` tells which). The
+    collectives layer cannot consult it, so the gather and bcast are
+    parameters (Open MPI ids, with those algorithms' defaults), basic
+    linear by default. The gather's and the bcast's buffers are the
+    allgather's: block r is ``[r n, (r+1) n)``.
+    """
+    p, n = case.nprocs, case.nbytes
+    gather = find(Collective.GATHER, str(params["gather"]))
+    bcast = find(Collective.BCAST, str(params["bcast"]))
+    gather.builder(rec, Case(Collective.GATHER, p, n, 0), gather.resolve_params())
+    bcast.builder(rec, Case(Collective.BCAST, p, p * n, 0), bcast.resolve_params())
+
+
+@register(Collective.ALLGATHER, "ompi", "two_proc",
+          "two ranks swap their blocks with one sendrecv (Open MPI refuses any other P)", id=6,
+          nprocs_ok=lambda p: p == 2)
+def two_proc(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's allgather id 6; source ``ompi_coll_base_allgather_intra_two_procs`` (coll_base_allgather.c).
+
+    Rank r sendrecvs its block with rank ``r ^ 1``. On any P but 2 Open
+    MPI returns ``MPI_ERR_UNSUPPORTED_OPERATION`` (the call fails), so
+    :func:`commcost.collectives.build` raises ``Unsupported``.
+    """
+    r = _ranks(case)
+    rec.phase("exchange", SendMode.POSTED).sends(r, r ^ 1, r * case.nbytes, (r + 1) * case.nbytes)
+
+
 @register(Collective.ALLGATHER, "ompi", "recursive_doubling",
           "log2 P pairwise exchanges with rank ^ 2^i of doubling runs of blocks "
-          "(non-power-of-two P: Open MPI falls back to Bruck, radix 2)", id=3)
+          "(non-power-of-two P: Open MPI falls back to Bruck)", id=3)
 def recursive_doubling(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_recursivedoubling`` (coll_base_allgather.c).
 
     At distance d = 1, 2, 4, ... rank r exchanges (sendrecv) with ``r ^ d``
     the d blocks it holds, those of ``r`` with its low log2(d) bits
     cleared onward: message sizes double, n, 2n, 4n, ... Open MPI supports
-    only power-of-two P; on any other P it calls its k-Bruck algorithm with
-    radix 2, and so does commcost.
+    only power-of-two P; on any other P it calls its Bruck algorithm
+    (``ompi_coll_base_allgather_intra_bruck``, id 2), and so does commcost.
     """
     p, n = case.nprocs, case.nbytes
     if n == 0:
@@ -177,10 +248,11 @@ def sparbit(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
         expected = (expected << 1) - exclusion
 
 
-@register(Collective.ALLGATHER, "ompi", "direct-messaging",
-          "every rank posts its block to every other rank at once", id=8)
+@register(Collective.ALLGATHER, "generic", "direct-messaging",
+          "every rank posts its block to every other rank at once (Open MPI 6's id 8, not in 5.0.x)")
 def direct_messaging(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
-    """``ompi_coll_base_allgather_direct_messaging`` (coll_base_allgather.c): one phase, P (P-1) posted sends.
+    """``ompi_coll_base_allgather_direct_messaging`` (coll_base_allgather.c of Open MPI main): one phase,
+    P (P-1) posted sends.
 
     Rank r sends to r+1, r+2, ... in that order.
     """

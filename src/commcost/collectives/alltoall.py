@@ -18,7 +18,7 @@ from typing import Mapping
 
 import numpy as np
 
-from commcost.collectives.case import Case, Collective
+from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Range, Recorder
 from commcost.collectives.registry import register
 from commcost.schedule.schedule import SendMode
@@ -112,3 +112,47 @@ def alltoall_modified_bruck(rec: Recorder, case: Case, params: Mapping[str, int]
         else:
             rec.sends(ranks, dst, 0, len(bruck_positions(p, distance)) * n)
         distance <<= 1
+
+
+@register(Collective.ALLTOALL, "ompi", "linear_sync",
+          "like linear, but at most max_requests sends (and receives) outstanding per rank",
+          params=(Param("max_requests", 0, "coll_tuned_alltoall_algorithm_max_requests: outstanding sends "
+                                           "per rank (0, or P-1 and more: all at once)"),), id=4)
+def alltoall_linear_sync(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's alltoall id 4; source ``ompi_coll_base_alltoall_intra_linear_sync`` (coll_base_alltoall.c).
+
+    Rank r posts receives from r+1, r+2, ... and isends to r-1, r-2, ...;
+    with ``max_requests`` m (0 or >= P-1: all P-1 at once, one phase, the
+    schedule of linear) only m sends are outstanding, and as one completes
+    (``ompi_request_wait_any``) the next is posted. commcost records the
+    sends in phases of m (a rank's k-th send runs in phase k // m), so a
+    new send waits for the whole previous group rather than for any one
+    send: an upper bound of Open MPI's sliding window.
+    """
+    p, n = case.nprocs, case.nbytes
+    if p == 1:
+        return
+    m = params["max_requests"]
+    window = p - 1 if m <= 0 or m > p - 1 else m
+    for first in range(1, p, window):
+        offset = np.arange(first, min(first + window, p), dtype=np.int64)
+        src = np.repeat(np.arange(p, dtype=np.int64), len(offset))
+        dst = (src - np.tile(offset, p)) % p
+        start = block_start(p, n, src, dst)
+        label = "all posted" if window == p - 1 else f"sends {first}..{first + len(offset) - 1}"
+        rec.phase(label, SendMode.POSTED).sends(src, dst, start, start + n)
+
+
+@register(Collective.ALLTOALL, "ompi", "two_proc",
+          "two ranks swap their blocks for each other with one sendrecv (Open MPI refuses any other P)",
+          id=5, nprocs_ok=lambda p: p == 2)
+def alltoall_two_proc(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's alltoall id 5; source ``ompi_coll_base_alltoall_intra_two_procs`` (coll_base_alltoall.c).
+
+    Rank r sendrecvs block (r, r ^ 1) with rank ``r ^ 1``. On any P but 2
+    Open MPI returns ``MPI_ERR_UNSUPPORTED_OPERATION``, and
+    :func:`commcost.collectives.build` raises ``Unsupported``.
+    """
+    r = np.arange(2, dtype=np.int64)
+    start = block_start(2, case.nbytes, r, r ^ 1)
+    rec.phase("exchange", SendMode.SEQUENCE).sends(r, r ^ 1, start, start + case.nbytes)

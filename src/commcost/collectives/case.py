@@ -17,9 +17,12 @@ Buffers, in bytes, that the data-flow checker (:mod:`.dataflow`) tracks:
   the receiver's bytes with the sender's. The root (reduce) or every rank
   (allreduce) must end with every byte reduced over all P contributions,
   each counted exactly once.
+* reduce_scatter: ``[0, P n)``, reduced as for reduce; rank r must end
+  with block r, ``[r n, (r+1) n)``, reduced over all P contributions
+  (``MPI_Reduce_scatter`` with every ``rcounts[i] = n``).
 
 ``n`` is :attr:`Case.nbytes`: the message (bcast, reduce, allreduce) or
-one rank's block (scatter, gather, allgather, alltoall), as MPI's count
+one rank's block (scatter, gather, allgather, alltoall, reduce_scatter), as MPI's count
 times the datatype's size.
 """
 
@@ -45,6 +48,7 @@ class Collective(enum.Enum):
     REDUCE = "reduce"
     ALLREDUCE = "allreduce"
     ALLTOALL = "alltoall"
+    REDUCE_SCATTER = "reduce_scatter"
 
     @property
     def rooted(self) -> bool:
@@ -53,7 +57,7 @@ class Collective(enum.Enum):
 
     def buffer_nbytes(self, nprocs: int, nbytes: int) -> int:
         """Size of the buffer the data-flow checker tracks (see the module docstring)."""
-        if self in (Collective.SCATTER, Collective.GATHER, Collective.ALLGATHER):
+        if self in (Collective.SCATTER, Collective.GATHER, Collective.ALLGATHER, Collective.REDUCE_SCATTER):
             return nprocs * nbytes
         if self is Collective.ALLTOALL:
             return nprocs * nprocs * nbytes

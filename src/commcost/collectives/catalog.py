@@ -6,5 +6,6 @@ from commcost.collectives import (  # noqa: F401  (imported for their registrati
     mpich_bcast,
     ompi_bcast,
     reduce,
+    reduce_scatter,
     scatter_gather,
 )

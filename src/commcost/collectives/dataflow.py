@@ -22,7 +22,7 @@ import numpy as np
 
 from commcost.collectives.case import Collective, CollectiveSchedule
 
-REDUCTIONS = (Collective.REDUCE, Collective.ALLREDUCE)
+REDUCTIONS = (Collective.REDUCE, Collective.ALLREDUCE, Collective.REDUCE_SCATTER)
 
 
 class DataflowError(AssertionError):
@@ -74,13 +74,14 @@ def check_postcondition(cs: CollectiveSchedule, held: np.ndarray) -> None:
     if c in REDUCTIONS:
         ranks = [case.root] if c is Collective.REDUCE else range(p)
         for r in ranks:
-            partial = held[r].sum(axis=1)
+            lo, hi = (r * n, (r + 1) * n) if c is Collective.REDUCE_SCATTER else (0, held.shape[1])
+            partial = held[r, lo:hi].sum(axis=1)
             short = np.flatnonzero(partial != p)
             if short.size:
-                b = int(short[0])
+                b = lo + int(short[0])
                 absent = np.flatnonzero(~held[r, b])
                 raise DataflowError(f"{cs.algorithm}, P={p}, root={case.root}, n={n}: rank {r}'s byte {b} "
-                                    f"reduces {int(partial[b])} of {p} contributions "
+                                    f"reduces {int(partial[b - lo])} of {p} contributions "
                                     f"(missing rank {int(absent[0]) if absent.size else '?'})")
         return
     if c is Collective.BCAST or c is Collective.ALLGATHER:

@@ -68,10 +68,11 @@ class Recorder:
 
     def staged_sends(self, step: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
                      stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED,
-                     repeat: dict[int, int] | None = None) -> "Recorder":
+                     repeat: dict[int, int] | None = None, combine: bool = False) -> "Recorder":
         """Many phases in one batch: transmission i runs in phase ``step[i]`` of a run of new phases,
         one per distinct step in increasing order (named ``label step t``); within a phase and a
-        sender, transmissions keep their order in the arrays. ``repeat[t]`` runs step t that often."""
+        sender, transmissions keep their order in the arrays. ``repeat[t]`` runs step t that often;
+        ``combine``: every transmission reduces into the receiver's data (see :mod:`.case`)."""
         self._flush()
         step, src, dst, start, stop = (np.asarray(a, dtype=np.int64) for a in (step, src, dst, start, stop))
         if not len(step):
@@ -90,7 +91,7 @@ class Recorder:
         self._posted.extend([mode is SendMode.POSTED] * len(steps))
         self._repeat.extend(repeat.get(t, 1) for t in steps.tolist())
         src, dst, start, stop = src[order], dst[order], start[order], stop[order]
-        self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.zeros(len(src), bool),
+        self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine),
                      phase=first + local[order])
         if self.data:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))

@@ -30,8 +30,9 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register
+from commcost.collectives.registry import find, register
 from commcost.collectives.segments import block_bounds, segment_bounds
+from commcost.collectives.trees import Tree, build_chain, build_in_order_bintree, build_tree, to_ranks
 from commcost.schedule.schedule import SendMode
 
 SEQ = SendMode.SEQUENCE
@@ -114,6 +115,169 @@ def reduce_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
             v = in_order_binomial_senders(p, bit)
             rec.phase(f"segment {s}, lowest bit {1 << bit}", SEQ)
             rec.sends((v + root) % p, (v - (1 << bit) + root) % p, bounds[s], bounds[s + 1], combine=True)
+
+
+SEGSIZE = Param("segsize", 0, "segment size in bytes (0: no segmentation); "
+                            "coll_tuned_reduce_algorithm_segmentsize, 0 by default")
+
+
+def reduce_slots(tree: Tree) -> tuple[np.ndarray, int]:
+    """Per rank of ``tree``, the slot (phase within a segment's round) in which it sends up; and the period.
+
+    Open MPI's ``ompi_coll_base_reduce_generic`` has a parent take segment s
+    from each child in ``tree_next`` order, then s + 1 from each child, and
+    forward s once every child's s is reduced. With R the largest number of
+    children of any rank, a rank with slot k sends segment s in phase
+    ``s R + k``. Slots are given bottom-up: the children c_0, c_1, ... of a
+    rank get consecutive slots ``b, b + 1, ...``, with b the smallest value
+    at which every c_i comes after all of its own children; so a parent
+    receives one segment per phase, in the library's order, and a rank sends
+    s only after it has reduced s from all its children. For the in-order
+    binomial tree this gives the phases of :func:`reduce_binomial`; for a
+    chain (R = 1), the pipeline's S + P - 2 phases.
+    """
+    p = tree.nprocs
+    children: list[list[int]] = [[] for _ in range(p)]
+    for a, b in zip(tree.src.tolist(), tree.dst.tolist()):
+        children[a].append(b)
+    period = max((len(c) for c in children), default=1) or 1
+    ready = np.zeros(p, dtype=np.int64)  # first slot in which a rank may send: after its children
+    slot = np.zeros(p, dtype=np.int64)
+    for v in np.argsort(-tree.depth, kind="stable").tolist():
+        kids = children[v]
+        if kids:
+            base = max(int(ready[c]) - i for i, c in enumerate(kids))
+            slot[kids] = base + np.arange(len(kids))
+            ready[v] = base + len(kids)
+    return slot, period
+
+
+def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bool = True) -> None:
+    """``ompi_coll_base_reduce_generic`` (coll_base_reduce.c) up ``tree`` with ``segsize``-byte segments.
+
+    ``tree`` is on virtual ranks (root 0, ``shifted``) or on real ranks
+    (the in-order binary tree). Every non-root rank sends each segment to
+    its parent, reduced with its subtree's contributions, in the phases of
+    :func:`reduce_slots`; leaves with blocking sends (the ``max_requests``
+    flow control of leaves, 0 = unlimited by default, is not modelled).
+    """
+    p = case.nprocs
+    bounds = segment_bounds(case.nbytes, segsize)
+    nseg = len(bounds) - 1
+    slot, period = reduce_slots(tree)
+    child = tree.dst
+    edge = np.repeat(np.arange(len(child)), nseg)
+    seg = np.tile(np.arange(nseg, dtype=np.int64), len(child))
+    step = seg * period + slot[child][edge]
+    src, dst = child[edge], tree.parent[child][edge]
+    if shifted:
+        src, dst = to_ranks(src, case.root, p), to_ranks(dst, case.root, p)
+    rec.staged_sends(step, src, dst, bounds[seg], bounds[seg + 1], "reduce", SEQ, combine=True)
+
+
+@register(Collective.REDUCE, "ompi", "chain",
+          "segmented reduce up `fanout` chains into the root (build_chain)",
+          params=(SEGSIZE, Param("fanout", 4, "chains into the root; coll_tuned_reduce_algorithm_chain_fanout "
+                                              "(4); Open MPI's fixed decision passes 0, which acts as 1",
+                                 minimum=1)), id=2)
+def reduce_chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's reduce id 2; source ``ompi_coll_base_reduce_intra_chain`` (coll_base_reduce.c).
+
+    ``COLL_BASE_UPDATE_CHAIN`` (``ompi_coll_base_topo_build_chain`` with
+    ``fanout`` chains, :func:`.trees.build_chain`) run by
+    :func:`reduce_tree`: the root takes each segment from its chain heads in turn.
+    """
+    reduce_tree(rec, case, build_chain(params["fanout"], case.nprocs), params["segsize"])
+
+
+@register(Collective.REDUCE, "ompi", "pipeline",
+          "segmented reduce along one chain 0 <- 1 <- ... <- P-1 (virtual ranks)", params=(SEGSIZE,), id=3)
+def reduce_pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's reduce id 3; source ``ompi_coll_base_reduce_intra_pipeline`` (coll_base_reduce.c).
+
+    ``COLL_BASE_UPDATE_PIPELINE`` is the chain of fan-out 1; with S segments
+    the schedule has S + P - 2 phases (:func:`reduce_tree`).
+    """
+    reduce_tree(rec, case, build_chain(1, case.nprocs), params["segsize"])
+
+
+@register(Collective.REDUCE, "ompi", "binary",
+          "segmented reduce up the binary tree (build_tree, fanout 2)", params=(SEGSIZE,), id=4)
+def reduce_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's reduce id 4; source ``ompi_coll_base_reduce_intra_binary`` (coll_base_reduce.c).
+
+    ``COLL_BASE_UPDATE_BINTREE``: ``ompi_coll_base_topo_build_tree(2, ...)``
+    on virtual ranks (:func:`.trees.build_tree`), run by :func:`reduce_tree`.
+    """
+    reduce_tree(rec, case, build_tree(2, case.nprocs), params["segsize"])
+
+
+@register(Collective.REDUCE, "ompi", "in-order_binary",
+          "segmented reduce up the in-order binary tree rooted at rank P-1, which then sends the result "
+          "to the root", params=(SEGSIZE,), id=6)
+def reduce_in_order_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's reduce id 6; source ``ompi_coll_base_reduce_intra_in_order_binary`` (coll_base_reduce.c).
+
+    The tree is ``ompi_coll_base_topo_build_in_order_bintree`` on real
+    ranks, rooted at ``io_root = P - 1`` whatever the root (it keeps the
+    order of operations for non-commutative ops); :func:`reduce_tree` runs
+    it. When ``root != P - 1``, rank P-1 then sends the whole result to
+    the root with one blocking send (the root's receive is a plain recv).
+    """
+    p, root = case.nprocs, case.root
+    reduce_tree(rec, case, build_in_order_bintree(p), params["segsize"], shifted=False)
+    if root != p - 1:
+        rec.phase("io_root to root", SEQ).send(p - 1, root, (0, case.nbytes))
+
+
+@register(Collective.REDUCE, "ompi", "rabenseifner",
+          "reduce-scatter by recursive halving, then a binomial gather of the pieces to the root "
+          "(linear if n < 2^floor(log2 P))", id=7)
+def reduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's reduce id 7; source ``ompi_coll_base_reduce_intra_redscat_gather`` (coll_base_reduce.c).
+
+    With p' the largest power of two <= P and r = P - p': when n < p'
+    (or the op is not commutative) Open MPI runs the linear reduce
+    (:func:`reduce_linear`). Otherwise:
+
+    1. fold, as in Rabenseifner's allreduce: ranks 2i, 2i+1 below 2r swap
+       halves and reduce, and the odd one sends its reduced right half back;
+       even ranks below 2r become virtual rank i, the others rank - r;
+    2. reduce-scatter by recursive vector halving, masks 1, 2, ..., p'/2
+       (:func:`halving_windows`);
+    3. gather to the virtual root along a binomial tree, masks p'/2 down to
+       1: a rank whose virtual rank differs from the virtual root's at the
+       mask's bit (and agrees above it) sends the window it kept at that
+       step (now fully reduced) to ``v ^ mask`` and drops out. If the root is
+       an odd rank below 2r (it dropped out in step 1), rank 0 first sends
+       it its piece and the root plays virtual rank 0.
+    """
+    p, n, root = case.nprocs, case.nbytes, case.root
+    pof2 = floor_pof2(p)
+    if n < pof2:
+        reduce_linear(rec, case, params)
+        return
+    rem = p - pof2
+    _fold_halves(rec, rem, n)
+    v = np.arange(pof2, dtype=np.int64)
+    real = np.where(v < rem, 2 * v, v + rem)
+    steps = halving_windows(pof2, n)
+    _reduce_scatter_halving(rec, real, steps)
+    if root < 2 * rem and root % 2:
+        vroot = 0
+        keep_start, keep_size = steps[-1][0][0], steps[-1][1][0]
+        rec.phase("rank 0's piece to the root", SEQ).send(0, root, (int(keep_start), int(keep_start + keep_size)))
+        real = real.copy()
+        real[0] = root
+    else:
+        vroot = root // 2 if root < 2 * rem else root - rem
+    diff = v ^ vroot
+    for k in range(len(steps) - 1, -1, -1):
+        mask = 1 << k
+        senders = v[((diff >> (k + 1)) == 0) & ((diff & mask) != 0)]
+        keep_start, keep_size = steps[k][0][senders], steps[k][1][senders]
+        rec.phase(f"gather at distance {mask}", SEQ)
+        rec.sends(real[senders], real[senders ^ mask], keep_start, keep_start + keep_size, combine=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,6 +384,34 @@ def halving_windows(pof2: int, nbytes: int) -> list[tuple[np.ndarray, np.ndarray
     return steps
 
 
+def _fold_halves(rec: Recorder, rem: int, nbytes: int) -> None:
+    """Rabenseifner's fold of the ``rem`` extra ranks (reduce and allreduce ``redscat`` functions).
+
+    Ranks 2i and 2i+1 below 2 rem sendrecv halves (the even rank sends the
+    right half ``[n//2, n)``, the odd one the left) and reduce; the odd rank
+    then sends its reduced right half back to the even one and drops out.
+    """
+    if not rem:
+        return
+    even = np.arange(0, 2 * rem, 2, dtype=np.int64)
+    half = nbytes // 2
+    rec.phase("fold: exchange halves", SEQ)
+    rec.sends(even, even + 1, half, nbytes, combine=True)
+    rec.sends(even + 1, even, 0, half, combine=True)
+    rec.phase("fold: odd ranks return the right half", SEQ)
+    rec.sends(even + 1, even, half, nbytes, combine=False)
+
+
+def _reduce_scatter_halving(rec: Recorder, real: np.ndarray,
+                            steps: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """Recursive vector halving, distance doubling among the p' ranks ``real[v]`` (:func:`halving_windows`)."""
+    v = np.arange(len(real), dtype=np.int64)
+    for k, (_, _, send_start, send_size) in enumerate(steps):
+        mask = 1 << k
+        rec.phase(f"reduce-scatter at distance {mask}", SEQ)
+        rec.sends(real, real[v ^ mask], send_start, send_start + send_size, combine=True)
+
+
 @register(Collective.ALLREDUCE, "ompi", "rabenseifner",
           "reduce-scatter by recursive halving, allgather by recursive doubling; extra ranks fold by halves",
           id=6)
@@ -241,6 +433,9 @@ def allreduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int])
        same exchanges in reverse order, each rank sending what it holds.
     4. the even ranks below 2r send the whole result to rank+1.
 
+    When n < p' (or the op is not commutative) Open MPI runs
+    ``ompi_coll_base_allreduce_intra_basic_linear`` instead, and so does commcost.
+
     MPICH's ``MPIR_Allreduce_intra_reduce_scatter_allgather`` differs: its
     fold sends whole vectors (even to odd) and its blocks are P' nearly
     equal pieces, not successive halves.
@@ -249,22 +444,16 @@ def allreduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int])
     if p == 1:
         return
     pof2 = floor_pof2(p)
+    if n < pof2:  # Open MPI: count < p' (or a non-commutative op) runs basic_linear
+        allreduce_basic_linear(rec, case, params)
+        return
     rem = p - pof2
     even = np.arange(0, 2 * rem, 2, dtype=np.int64)
-    half = n // 2
-    if rem:
-        rec.phase("fold: exchange halves", SEQ)
-        rec.sends(even, even + 1, half, n, combine=True)
-        rec.sends(even + 1, even, 0, half, combine=True)
-        rec.phase("fold: odd ranks return the right half", SEQ)
-        rec.sends(even + 1, even, half, n, combine=False)
+    _fold_halves(rec, rem, n)
     v = np.arange(pof2, dtype=np.int64)
     real = np.where(v < rem, 2 * v, v + rem)
     steps = halving_windows(pof2, n)
-    for k, (_, _, send_start, send_size) in enumerate(steps):
-        mask = 1 << k
-        rec.phase(f"reduce-scatter at distance {mask}", SEQ)
-        rec.sends(real, real[v ^ mask], send_start, send_start + send_size, combine=True)
+    _reduce_scatter_halving(rec, real, steps)
     for k in range(len(steps) - 1, -1, -1):
         keep_start, keep_size, _, _ = steps[k]
         mask = 1 << k
@@ -272,3 +461,86 @@ def allreduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int])
         rec.sends(real, real[v ^ mask], keep_start, keep_start + keep_size, combine=False)
     if rem:
         rec.phase("unfold: result to odd ranks", SEQ).sends(even, even + 1, 0, n, combine=False)
+
+
+@register(Collective.ALLREDUCE, "ompi", "basic_linear",
+          "linear reduce to rank 0, then linear bcast from rank 0", id=1)
+def allreduce_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's allreduce id 1; source ``ompi_coll_base_allreduce_intra_basic_linear`` (coll_base_allreduce.c).
+
+    ``ompi_coll_base_reduce_intra_basic_linear`` to root 0
+    (:func:`reduce_linear`), then ``ompi_coll_base_bcast_intra_basic_linear``
+    from rank 0 (rank 0 isends the result to every rank).
+    """
+    p, n = case.nprocs, case.nbytes
+    reduce_linear(rec, Case(Collective.REDUCE, p, n, 0), params)
+    bcast = find(Collective.BCAST, "ompi.basic_linear")
+    bcast.builder(rec, Case(Collective.BCAST, p, n, 0), bcast.resolve_params())
+
+
+@register(Collective.ALLREDUCE, "ompi", "nonoverlapping",
+          "MPI_Reduce to rank 0, then MPI_Bcast from rank 0 (through the collectives the communicator runs)",
+          params=(Param("reduce", 5, "Open MPI reduce id the reduce runs, with that algorithm's defaults "
+                                     "(coll/tuned picks it by its fixed decision)", minimum=1),
+                  Param("bcast", 6, "Open MPI bcast id the bcast runs, with that algorithm's defaults",
+                        minimum=1)), id=2)
+def allreduce_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's allreduce id 2; source ``ompi_coll_base_allreduce_intra_nonoverlapping`` (coll_base_allreduce.c).
+
+    Open MPI calls ``comm->c_coll->coll_reduce`` to root 0 and then
+    ``coll_bcast`` from rank 0: under coll/tuned, their fixed decisions
+    (:mod:`commcost.selection.ompi_fixed` tells which for a size). The
+    collectives layer cannot consult them, so the two are parameters:
+    Open MPI ids, by default the binomial reduce (5) and binomial bcast (6).
+    """
+    p, n = case.nprocs, case.nbytes
+    reduce = find(Collective.REDUCE, str(params["reduce"]))
+    bcast = find(Collective.BCAST, str(params["bcast"]))
+    reduce.builder(rec, Case(Collective.REDUCE, p, n, 0), reduce.resolve_params())
+    bcast.builder(rec, Case(Collective.BCAST, p, n, 0), bcast.resolve_params())
+
+
+@register(Collective.ALLREDUCE, "ompi", "segmented_ring",
+          "the ring allreduce with each block's reduce-scatter pipelined in segment-sized phases",
+          params=(Param("segsize", 0, "segment size in bytes; coll_tuned_allreduce_algorithm_segmentsize "
+                                      "(0: no segmentation, i.e. the ring)"),), id=5)
+def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """For Open MPI 5's allreduce id 5; source ``ompi_coll_base_allreduce_intra_ring_segmented`` (coll_base_allreduce.c).
+
+    With segcount = ``segsize`` (if ``1 <= segsize < n``, else n;
+    ``COLL_BASE_COMPUTED_SEGCOUNT``): when n < P segcount Open MPI runs the
+    ring (:func:`allreduce_ring`, itself recursive doubling when n < P).
+    Otherwise the vector is cut into P blocks (``COLL_BASE_COMPUTE_BLOCKCOUNT``)
+    and the reduce-scatter runs in ``num_phases`` = n // (P segcount)
+    rounds (one more when the remainder is at least P and more than half
+    of P segcount); round k reduces the k-th of ``num_phases`` nearly equal
+    pieces of every block with the ring's P-1 steps (rank r sends piece k
+    of block r - j to r+1 at step j). The allgather is the ring's, on whole
+    blocks.
+    """
+    p, n = case.nprocs, case.nbytes
+    segsize = params["segsize"]
+    segcount = segsize if 1 <= segsize < n else n
+    if n < p * segcount:
+        allreduce_ring(rec, case, params)
+        return
+    rounds = n // (p * segcount)
+    rest = n % (p * segcount)
+    if rest >= p and rest > (p * segcount) // 2:
+        rounds += 1
+    bounds = block_bounds(n, p)
+    ranks = np.arange(p, dtype=np.int64)
+    right = (ranks + 1) % p
+    sizes = np.diff(bounds)
+    base, extra = sizes // rounds, sizes % rounds  # piece k of block b: base + (k < extra)
+    for k in range(rounds):
+        offset = bounds[:-1] + k * base + np.minimum(k, extra)
+        length = base + (k < extra)
+        for j in range(p - 1):
+            block = (ranks - j) % p
+            rec.phase(f"round {k}, reduce-scatter step {j}", SEQ)
+            rec.sends(ranks, right, offset[block], offset[block] + length[block], combine=True)
+    for j in range(p - 1):
+        block = (ranks + 1 - j) % p
+        rec.phase(f"allgather step {j}", SEQ)
+        rec.sends(ranks, right, bounds[block], bounds[block + 1], combine=False)

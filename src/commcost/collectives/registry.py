@@ -18,8 +18,13 @@ from commcost.collectives.recorder import Recorder
 from commcost.errors import InputError
 
 Builder = Callable[[Recorder, Case, Mapping[str, int]], None]
+Supports = Callable[[int], bool]
 ScaleUnit = Callable[[Mapping[str, int], int, int], "int | None"]
 LIBRARIES = ("ompi", "mpich", "generic")
+
+
+class Unsupported(InputError):
+    """The library refuses the call: the algorithm does not run on this many ranks."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,11 @@ class Algorithm:
     id: int | None = None
     scales: ScaleUnit | None = None
     pipelined: bool = False  # the schedule is a tree_pipeline of `segsize` segments over its one-segment schedule
+    nprocs_ok: Supports | None = None  # the communicator sizes the library runs it on (None: all)
+
+    def supports(self, nprocs: int) -> bool:
+        """Whether the library runs this algorithm on ``nprocs`` ranks (Open MPI's two_proc: only on 2)."""
+        return nprocs < 2 or self.nprocs_ok is None or self.nprocs_ok(nprocs)
 
     def scale_unit(self, params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
         """A size n0 whose schedule, every size times ``nbytes / n0``, is the schedule for ``nbytes``; or None.
@@ -73,19 +83,23 @@ ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
 
 def register(collective: Collective, library: str, name: str, description: str,
              params: tuple[Param, ...] = (), id: int | None = None,
-             scales: ScaleUnit | None = None, pipelined: bool = False) -> Callable[[Builder], Builder]:
+             scales: ScaleUnit | None = None, pipelined: bool = False,
+             nprocs_ok: Supports | None = None) -> Callable[[Builder], Builder]:
     """Decorator: register ``builder`` as ``library.name`` for ``collective``.
 
     ``scales(params, nprocs, nbytes)`` gives the size whose schedule scales to
     the one for ``nbytes``, or None (see :meth:`Algorithm.scale_unit`). ``pipelined``: the schedule for
     n bytes is the posted pipeline of ``segsize`` segments over the tree of its one-segment schedule
     (:func:`commcost.collectives.ompi_bcast.tree_pipeline`), so a model may price it from the tree.
+    ``nprocs_ok(P)``: whether the library runs it on P ranks; :func:`build` raises :class:`Unsupported`
+    where it does not (as the library's call fails).
     """
     if library not in LIBRARIES:
         raise ValueError(f"library must be one of {LIBRARIES}")
 
     def wrap(builder: Builder) -> Builder:
-        algorithm = Algorithm(collective, library, name, builder, description, params, id, scales, pipelined)
+        algorithm = Algorithm(collective, library, name, builder, description, params, id, scales, pipelined,
+                              nprocs_ok)
         if (collective, algorithm.key) in ALGORITHMS:
             raise ValueError(f"{collective.value} {algorithm.key} is registered twice")
         ALGORITHMS[(collective, algorithm.key)] = algorithm
@@ -124,11 +138,15 @@ def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = N
     """The schedule of ``algorithm`` for ``case``; ``data=True`` keeps payloads for the checker.
 
     A zero-byte call or a one-rank communicator gives an empty schedule: the
-    MPI bindings return before any algorithm runs.
+    MPI bindings return before any algorithm runs. An algorithm the library
+    does not run on ``case.nprocs`` ranks raises :class:`Unsupported`.
     """
     if case.collective is not algorithm.collective:
         raise ValueError(f"{algorithm.key} implements {algorithm.collective.value}, not {case.collective.value}")
     values = algorithm.resolve_params(params)
+    if case.nbytes > 0 and not algorithm.supports(case.nprocs):
+        raise Unsupported(f"{algorithm.collective.value} {algorithm.key} does not run on {case.nprocs} ranks "
+                          f"(Open MPI returns MPI_ERR_UNSUPPORTED_OPERATION)", where="procs")
     recorder = Recorder(case, data=data)
     if case.nbytes > 0 and case.nprocs > 1:
         # MPI returns at once for a zero count or a single rank (Open MPI ompi/mpi/c/bcast.c and siblings)

@@ -60,8 +60,11 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
 
     With ``bound`` (seconds per size, e.g. the best time of other algorithms), a size where a cheap
     lower bound already reaches the bound is not priced and gets ``inf``: it cannot be the fastest.
+    An algorithm the library does not run on ``nprocs`` ranks gets ``inf`` at every size.
     """
     values = algorithm.resolve_params(params)
+    if not algorithm.supports(nprocs):  # Open MPI refuses it on this many ranks (two_proc on P != 2)
+        return np.full(len(sizes), np.inf)
     out = np.empty(len(sizes))
     groups: dict[int, list[int]] = {}
     for m_index, nbytes in enumerate(sizes):

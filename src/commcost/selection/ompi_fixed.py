@@ -24,8 +24,8 @@ its ``max_requests`` from ``coll_tuned_scatter_algorithm_max_requests``
 (``ompi_coll_tuned_scatter_blocking_send_ratio``, default 0: no blocking
 sends); alltoall linear_sync and the segmented reduce trees take
 ``max_requests`` (alltoall: ``coll_tuned_alltoall_algorithm_max_requests``,
-default 0; reduce: 0), 0 meaning no limit; allgather bruck is commcost's
-``bruck-k-fanout`` with radix 2. Defaults of MCA parameters are assumed.
+default 0; reduce: 0), 0 meaning no limit; allgather bruck (id 2) is
+5.0's radix-2 Bruck, which takes no radix. Defaults of MCA parameters are assumed.
 """
 
 from __future__ import annotations
