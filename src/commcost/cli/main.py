@@ -301,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.evaluate_command  # noqa: F401  (registers `evaluate-selection`)
     import commcost.cli.tune_command  # noqa: F401  (registers `tune`)
     import commcost.cli.kernel_command  # noqa: F401  (registers `partition`)
+    import commcost.cli.measure_kernel_command  # noqa: F401  (registers `measure-kernel`)
 
     parser = _Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")

@@ -1,27 +1,18 @@
 """A kernel's predicted cost per iteration and in total, per model and channel (paper 000 eq. 11, 14).
 
-A kernel schedule stores runs of identical iterations once (a SUMMA run
-k0..k1 is a pbc phase and a pbr phase with ``repeat = k1 - k0 + 1``; a
-Wave2D run is one halo phase repeated T times). Phases whose names end in
-the same label (``k=0..123``) form one iteration; its cost is the sum of
-their times, and the run's cost is that times the repeat count.
+Runs of identical iterations (:func:`commcost.kernels.iterations.iteration_groups`)
+are one row each: the cost of one iteration is the sum of its phases' times,
+and the run costs that times its repeat count.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from commcost.kernels.iterations import iteration_groups
 from commcost.models.base import Cost
 from commcost.schedule import Schedule
 from commcost.units import format_seconds
-
-
-def iteration_groups(schedule: Schedule) -> list[tuple[str, list[int], int]]:
-    """(label, phase indices, repeats) of each run of identical iterations, in order."""
-    groups: dict[str, list[int]] = {}
-    for k, name in enumerate(schedule.phase_names):
-        groups.setdefault(name.split(" ", 1)[-1], []).append(k)
-    return [(label, phases, int(schedule.repeat[phases[0]])) for label, phases in groups.items()]
 
 
 def kernel_to_dict(schedule: Schedule, costs: list[Cost]) -> dict[str, Any]:
