@@ -85,7 +85,8 @@ def test_partition_file_round_trip(tmp_path):
     ("#size 1\n#N 4\nh 0 0 0 0 0 4 4\n", "missing header line(s) #kb"),
     ("#size 2\n#N 4\n#kb 1\nh 0 0 0 0 0 4 4\n", "#size is 2, but 1 process lines follow"),
     ("#size 1\n#N 4\n#kb 1\nh 0 0 0 0 0 4\n", "line 4: expected 8 fields"),
-    ("#size 2\n#N 4\n#kb 1\nh 0 0 0 0 0 4 4\nh 1 0 0 0 0 4 4\n", "covered by 2 rectangles"),
+    ("#size 2\n#N 4\n#kb 1\nh 0 0 0 0 0 4 4\nh 1 0 0 0 0 4 4\n", "ranks 0 and 1 both cover block (row 0, column 0)"),
+    ("#size 1\n#N 4\n#kb 1\nh 0 0 0 0 0 4 3\n", "the rectangles cover 12 of the 16 blocks"),
     ("#size 1\n#N 4\n#kb 1\nh 0 0 0 0 0 4 5\n", "rank 0: rectangle x=0 y=0 w=4 h=5 is not inside"),
 ])
 def test_partition_file_errors_name_file_line_and_field(tmp_path, text, expected):

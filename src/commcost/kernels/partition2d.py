@@ -84,15 +84,17 @@ class Partition2D:
                 raise InputError(f"rank {rank}: rectangle x={x} y={y} w={w} h={h} is not inside the "
                                  f"{n} x {n} block matrix (expected w, h >= 1 and x+w, y+h <= {n})",
                                  where=f"rank {rank}")
-        cover = np.zeros((n, n), dtype=np.int32)
-        for rank in range(p):
-            cover[self.y[rank]:self.y[rank] + self.h[rank], self.x[rank]:self.x[rank] + self.w[rank]] += 1
-        if np.any(cover != 1):
-            row, col = np.argwhere(cover != 1)[0]
-            what = "no rectangle" if cover[row, col] == 0 else f"{cover[row, col]} rectangles"
-            raise InputError(f"block (row {row}, column {col}) is covered by {what}; "
+        over = (overlap(self.x[:, None], self.w[:, None], self.x, self.w)
+                * overlap(self.y[:, None], self.h[:, None], self.y, self.h))
+        np.fill_diagonal(over, 0)
+        if np.any(over):
+            a, b = (int(v) for v in np.argwhere(over)[0])
+            row, col = max(self.y[a], self.y[b]), max(self.x[a], self.x[b])
+            raise InputError(f"ranks {a} and {b} both cover block (row {row}, column {col}); "
                              "expected the rectangles to tile the matrix exactly once")
-
+        if int(self.area.sum()) != n * n:
+            raise InputError(f"the rectangles cover {int(self.area.sum())} of the {n * n} blocks; "
+                             "expected them to tile the matrix exactly once")
 
 def overlap(lo_a: np.ndarray | int, len_a: np.ndarray | int,
             lo_b: np.ndarray | int, len_b: np.ndarray | int) -> np.ndarray:
