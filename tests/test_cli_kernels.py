@@ -99,3 +99,22 @@ def test_hloggp_paper_rule_is_max_of_sender_sums():
             sums = np.bincount(schedule.src[sl], weights=p2p[sl], minlength=schedule.nprocs)
             assert cost.phase_time_s[k] == pytest.approx(sums.max(), rel=1e-12)
         assert cost.time_s == pytest.approx(cost.phase_time_s @ schedule.repeat)
+
+
+def test_predict_summa_m16_under_taulop_and_hloggp(capsys, tmp_path):
+    """Issue 6: Table 1 layout M16 (47 processes), N = 256, priced under tau-Lop and HLogGP (timing: bench/)."""
+    part = tmp_path / "m16.txt"
+    assert run(capsys, "partition", "--layout", str(FERMI / "table1.txt"), "--row", "M16", "--platform",
+               str(FERMI / "platform.toml"), "--speeds", str(FERMI / "speeds.txt"), "--n", "256",
+               "-o", str(part))[0] == 0
+    totals = {}
+    for model in ("taulop", "hloggp"):
+        code, out, _ = run(capsys, "predict", "--kernel", "summa", "--partition", str(part),
+                           "--platform", str(FERMI / "platform.toml"),
+                           "--params", str(EX / "params" / "illustrative.toml"), "--model", model,
+                           "--mapping", f"layout:{FERMI / 'table1.txt'}:M16", "--format", "json")
+        assert code == 0
+        doc = json.loads(out)
+        assert doc["iterations"] == 256
+        totals.update({m["model"]: m["time_s"] for m in doc["models"]})
+    assert set(totals) == {"taulop", "hloggp", "hloggp-paper000"} and all(t > 0 for t in totals.values())
