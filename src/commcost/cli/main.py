@@ -45,6 +45,8 @@ def _configure_predict(p: argparse.ArgumentParser) -> None:
     what.add_argument("--schedule", type=Path, help="schedule file (.json or .toml)")
     what.add_argument("--collective", choices=[c.value for c in _collectives()],
                       help="price a collective algorithm instead of a schedule file")
+    from commcost.cli.kernel_command import configure_kernel_options
+    configure_kernel_options(p, what)
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
     p.add_argument("--model", required=True, choices=[*sorted(MODELS), PAPER004],
@@ -123,6 +125,9 @@ def _predict(args: argparse.Namespace) -> int:
                              where="--model")
         return _predict_collective(args, platform, spec, None, params.for_model(PAPER004))
     model = MODELS[args.model](params.for_model(args.model))
+    if args.kernel:
+        from commcost.cli.kernel_command import predict_kernel
+        return predict_kernel(args, platform, spec, model, params)
     if args.collective:
         return _predict_collective(args, platform, spec, model)
     schedule = load_schedule(args.schedule)
@@ -301,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.select_command  # noqa: F401  (registers `select`)
     import commcost.cli.evaluate_command  # noqa: F401  (registers `evaluate-selection`)
     import commcost.cli.tune_command  # noqa: F401  (registers `tune`)
+    import commcost.cli.kernel_command  # noqa: F401  (registers `partition`)
+    import commcost.cli.measure_kernel_command  # noqa: F401  (registers `measure-kernel`)
 
     parser = _Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")

@@ -1,0 +1,52 @@
+"""The process ``commcost measure-kernel`` starts under mpirun: times a kernel's communication into JSON.
+
+::
+
+    mpirun -np 4 python -m commcost.cli.kernel_worker --kernel summa --partition part.txt --out t.json
+
+Rank 0 writes ``{"kernel", "nprocs", "iterations_s": [t_0, ...], "time_s"}``
+(paper 000 Algorithm 1: barrier, time each iteration's communication, max
+over ranks, sum). Prints nothing on success; on an error, one line on
+stderr and ``MPI_Abort`` so that no rank is left waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="commcost.cli.kernel_worker")
+    p.add_argument("--kernel", required=True, choices=("summa", "wave2d"))
+    p.add_argument("--partition", required=True, type=Path)
+    p.add_argument("--steps", type=int, default=1, help="Wave2D time steps")
+    p.add_argument("--out", required=True, type=Path)
+    args = p.parse_args(argv)
+    from commcost.calibration import kernel_benchmarks, mpi_benchmarks
+    from commcost.io.partition_file import read_partition
+    from commcost.kernels import summa, wave2d
+
+    comm = mpi_benchmarks.world()
+    rank = comm.Get_rank()
+    try:
+        part = read_partition(args.partition)
+        # Algorithm 1 posts the pbc sends (MPI_Isend) and sends the pbr with MPI_Send.
+        schedule = summa(part, posted_pbc=True) if args.kernel == "summa" else wave2d(part, args.steps)
+        times = kernel_benchmarks.time_iterations(comm, schedule)
+        if rank == 0:
+            args.out.write_text(json.dumps({
+                "kernel": args.kernel, "partition": str(args.partition), "nprocs": part.nprocs,
+                "mpi": mpi_benchmarks.library_version(),
+                "iterations_s": times.tolist(), "time_s": float(times.sum())}))
+    except Exception as exc:  # one line, then abort every rank
+        print(f"commcost kernel_worker (rank {rank}): {exc}", file=sys.stderr, flush=True)
+        comm.Abort(1)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
