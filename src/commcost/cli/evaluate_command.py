@@ -109,7 +109,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     measured = measured_table(args.test, collective, args.library)
     params = trained_params(args)
     try:
-        model = MODELS[args.model](params.for_model(args.model))
+        model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
     except InputError as exc:
         raise exc.located(source=str(args.train)) from None
     platform, spec = load_platform(args.platform)

@@ -124,7 +124,7 @@ def _predict(args: argparse.Namespace) -> int:
             raise InputError(f"--model {PAPER004} prices Open MPI broadcasts; expected --collective bcast",
                              where="--model")
         return _predict_collective(args, platform, spec, None, params.for_model(PAPER004))
-    model = MODELS[args.model](params.for_model(args.model))
+    model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
     if args.kernel:
         from commcost.cli.kernel_command import predict_kernel
         return predict_kernel(args, platform, spec, model, params)

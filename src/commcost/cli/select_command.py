@@ -81,7 +81,7 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
                              where="--model")
         return paper004_pricer(params.for_model(PAPER004), mapping_of, args.root)
     try:
-        model = MODELS[args.model](params.for_model(args.model))
+        model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
     except InputError as exc:
         raise exc.located(source=str(args.params)) from None
     return schedule_pricer(model, platform, mapping_of, args.root)

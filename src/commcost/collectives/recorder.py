@@ -164,7 +164,7 @@ class Recorder:
             self.case.nprocs, cat(self._src, np.int64)[order], cat(self._dst, np.int64)[order],
             cat(self._nbytes, np.float64)[order], phase[order], posted[order],
             tuple(self._names[k] for k in used), name=f"{self.case.collective.value} {algorithm}",
-            repeat=np.array(self._repeat, dtype=np.int64)[used],
+            repeat=np.array(self._repeat, dtype=np.int64)[used], combine=cat(self._combine, bool)[order],
         )
         payload = [self._payload[i] for i in order] if self.data else None
         return CollectiveSchedule(schedule, self.case, algorithm, dict(params), payload,

@@ -29,6 +29,7 @@ from commcost.errors import InputError
 from commcost.io.taulop_table import read_taulop_table
 from commcost.io.toml_file import read_toml
 from commcost.models import MODELS
+from commcost.models.reduction import reduction_laws
 from commcost.models.taulop.params import TauLopParams
 
 
@@ -39,6 +40,21 @@ class ParamSet:
     source: str
     sections: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def reduction(self, op: str | None = None):
+        """gamma(m) of operation ``op`` from ``[reduction.<op>]`` (:mod:`commcost.models.reduction`); None when
+        the file has no reduction tables; without ``op``, the file's only one (or ``sum_double``)."""
+        laws = self.sections.get("reduction")
+        if not laws:
+            if op:
+                raise InputError(f"no [reduction.{op}] table; expected gamma(m) measured for that operation",
+                                 source=self.source)
+            return None
+        if op is None:
+            op = next(iter(laws)) if len(laws) == 1 else "sum_double"
+        if op not in laws:
+            raise InputError(f"no [reduction.{op}] table; this file has {sorted(laws)}", source=self.source)
+        return laws[op]
 
     def for_model(self, name: str) -> Any:
         """The parameters of model ``name``, parsed and checked."""
@@ -58,14 +74,16 @@ def load_params(path: str | Path) -> ParamSet:
     meta = data.pop("meta", {})
     sections: dict[str, Any] = {}
     for name, body in data.items():
-        if name not in MODELS and name != ompi_bcast_model.SECTION:
-            raise InputError(f"unknown section [{name}]; expected meta or one of "
+        if name not in MODELS and name not in (ompi_bcast_model.SECTION, "reduction"):
+            raise InputError(f"unknown section [{name}]; expected meta, reduction or one of "
                              f"{sorted([*MODELS, ompi_bcast_model.SECTION])}", source=source, where=name)
         if not isinstance(body, dict):
             raise InputError("expected a table of parameters", source=source, where=name)
         try:
             if name == "taulop":
                 sections[name] = _taulop_section(body, Path(path).parent, source)
+            elif name == "reduction":
+                sections[name] = reduction_laws(body)
             elif name == ompi_bcast_model.SECTION:
                 sections[name] = ompi_bcast_model.Paper004Params.from_dict(body)
             else:

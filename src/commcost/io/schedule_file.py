@@ -33,7 +33,7 @@ from commcost.schedule.schedule import Schedule, SendMode, SizeUnit
 from commcost.units import parse_nbytes
 
 _TOP = ("name", "nprocs", "unit", "phases")
-_PHASE = ("name", "mode", "repeat", "rank_modes", "sends")
+_PHASE = ("name", "mode", "repeat", "combine", "rank_modes", "sends")
 
 
 def load_schedule(path: str | Path) -> Schedule:
@@ -67,6 +67,15 @@ def _integer(value: Any, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(where, f"expected an integer >= {minimum}, got {value!r}")
     return value
+
+
+def _combine(value: Any, nsends: int, where: str) -> np.ndarray:
+    """A phase's ``combine``: true/false for all its sends, or one boolean per send."""
+    if isinstance(value, bool):
+        return np.full(nsends, value)
+    if isinstance(value, list) and len(value) == nsends and all(isinstance(v, bool) for v in value):
+        return np.array(value, dtype=bool)
+    raise _fail(where, f"expected true, false or one boolean per send ({nsends}), got {value!r}")
 
 
 def _mode(value: Any, where: str) -> SendMode:
@@ -161,7 +170,7 @@ def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
     phases = data["phases"]
     if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
         raise _fail("phases", "expected an array of phase objects")
-    names, tables, posted_parts, repeats = [], [], [], []
+    names, tables, posted_parts, repeats, combines = [], [], [], [], []
     for k, phase in enumerate(phases):
         where = f"phases[{k}]"
         for key in phase:
@@ -182,13 +191,15 @@ def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
             posted[table[:, 0] == int(rank_text)] = _mode(value, f"{where}.rank_modes.{rank_text}") is SendMode.POSTED
         names.append(pname)
         repeats.append(_integer(phase.get("repeat", 1), f"{where}.repeat", 1))
+        combines.append(_combine(phase.get("combine", False), len(table), f"{where}.combine"))
         tables.append(table)
         posted_parts.append(posted)
     table = np.concatenate(tables) if tables else np.zeros((0, 3))
     phase_index = np.repeat(np.arange(len(tables)), [len(t) for t in tables])
     return Schedule(nprocs, table[:, 0].astype(np.int64), table[:, 1].astype(np.int64), table[:, 2],
                     phase_index, np.concatenate(posted_parts) if posted_parts else np.zeros(0, bool),
-                    tuple(names), name, unit, np.array(repeats, dtype=np.int64))
+                    tuple(names), name, unit, np.array(repeats, dtype=np.int64),
+                    np.concatenate(combines) if combines else np.zeros(0, bool))
 
 
 def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
@@ -207,6 +218,9 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
                                  "mode": (SendMode.POSTED if default_posted else SendMode.SEQUENCE).value}
         if schedule.repeat[k] > 1:
             entry["repeat"] = int(schedule.repeat[k])
+        combine = schedule.combine[part]
+        if combine.any():
+            entry["combine"] = True if combine.all() else [bool(c) for c in combine]
         if exceptions:
             entry["rank_modes"] = exceptions
         entry["sends"] = sends
@@ -255,6 +269,8 @@ def _toml_text(data: dict[str, Any]) -> str:
         lines += ["", "[[phases]]", f"name = {_toml_string(phase['name'])}", f"mode = {_toml_string(phase['mode'])}"]
         if "repeat" in phase:
             lines.append(f"repeat = {phase['repeat']}")
+        if "combine" in phase:
+            lines.append(f"combine = {json.dumps(phase['combine'])}")
         if "rank_modes" in phase:
             modes = ", ".join(f"{_toml_string(r)} = {_toml_string(m)}" for r, m in phase["rank_modes"].items())
             lines.append(f"rank_modes = {{ {modes} }}")

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Mapping as TMapping
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.models.reduction import ReductionLaw, with_reductions
 from commcost.platform import Mapping, Platform
 from commcost.schedule import Schedule
 
@@ -122,10 +123,25 @@ class Model(abc.ABC):
 
     def __init__(self, params: Any) -> None:
         self.params = params
+        self.reduction: ReductionLaw | None = None
+
+    def with_reduction(self, law: "ReductionLaw | None") -> "Model":
+        """Price reductions (combine transmissions) with gamma(m) of ``law`` (None: communication only)."""
+        self.reduction = law
+        return self
 
     @abc.abstractmethod
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        """Seconds from the start of its phase until each transmission ends."""
+        """Seconds from the start of its phase until each transmission ends (communication only)."""
+
+    def _ends(self, placed: PlacedSchedule) -> np.ndarray:
+        """:meth:`end_times`, then each combine transmission's reduction on its receiver
+        (:func:`commcost.models.reduction.with_reductions`)."""
+        end = self.end_times(placed)
+        s = placed.schedule
+        if self.reduction is None or not s.combine.any():
+            return end
+        return with_reductions(end, s.phase, s.dst, s.nbytes, s.combine, s.nprocs, self.reduction)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         """Model-specific detail for ``--explain``; empty unless a model has something to say."""
@@ -133,7 +149,7 @@ class Model(abc.ABC):
 
     def phase_times_s(self, placed: PlacedSchedule) -> np.ndarray:
         """One run of each phase: its last end."""
-        end = self.end_times(placed)
+        end = self._ends(placed)
         phase_time = np.zeros(placed.schedule.nphases)
         if len(end):
             np.maximum.at(phase_time, placed.schedule.phase, end)
@@ -146,7 +162,7 @@ class Model(abc.ABC):
 
     def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:
         """The cost of a placed schedule under this model."""
-        cost = Cost.from_end_times(self.NAME, placed, self.end_times(placed))
+        cost = Cost.from_end_times(self.NAME, placed, self._ends(placed))
         if explain:
             cost.explain = self.explain(placed, cost)
         return cost

@@ -41,7 +41,9 @@ class Schedule:
     ``posted[i]`` tells whether the sender of transmission i posts its sends
     of that phase together (True) or sends them in sequence (False).
     ``repeat[k]`` (default 1) is how many times phase k runs in a row; the
-    arrays hold its transmissions once.
+    arrays hold its transmissions once. ``combine[i]`` (default False) marks
+    a transmission its receiver reduces into its own data (reduce,
+    allreduce), which costs computation (:mod:`commcost.models.reduction`).
     """
 
     nprocs: int
@@ -54,15 +56,18 @@ class Schedule:
     name: str = "schedule"
     unit: SizeUnit = field(default_factory=SizeUnit)
     repeat: np.ndarray | None = None
+    combine: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         repeat = np.ones(self.nphases, np.int64) if self.repeat is None else self.repeat
         object.__setattr__(self, "repeat", np.ascontiguousarray(repeat, dtype=np.int64))
+        combine = np.zeros(len(self.src), bool) if self.combine is None else self.combine
+        object.__setattr__(self, "combine", np.ascontiguousarray(combine, dtype=bool))
         for attr, dtype in (("src", np.int64), ("dst", np.int64), ("nbytes", np.float64),
                             ("phase", np.int64), ("posted", bool)):
             object.__setattr__(self, attr, np.ascontiguousarray(getattr(self, attr), dtype=dtype))
         n = len(self.src)
-        if not all(len(getattr(self, a)) == n for a in ("dst", "nbytes", "phase", "posted")):
+        if not all(len(getattr(self, a)) == n for a in ("dst", "nbytes", "phase", "posted", "combine")):
             raise ValueError("schedule arrays must all have one entry per transmission")
         self.validate()
 
@@ -121,7 +126,7 @@ class Schedule:
     def scaled(self, factor: float) -> "Schedule":
         """The same schedule with every size multiplied by ``factor``."""
         return Schedule(self.nprocs, self.src, self.dst, self.nbytes * factor, self.phase,
-                        self.posted, self.phase_names, self.name, self.unit, self.repeat)
+                        self.posted, self.phase_names, self.name, self.unit, self.repeat, self.combine)
 
     def in_units(self, nbytes: float) -> float:
         """A byte count expressed in the schedule's display unit."""

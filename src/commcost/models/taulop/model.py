@@ -125,7 +125,7 @@ class TauLop(Model):
         """
         factors = np.asarray(factors, dtype=np.float64)
         s = placed.schedule
-        if not self.fast:
+        if not self.fast or (self.reduction is not None and s.combine.any()):
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
         laws = channel_laws(self.params, placed, self._laws)
