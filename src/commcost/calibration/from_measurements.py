@@ -4,11 +4,18 @@ The table comes as numpy columns (``commcost.io.measurements.measurement_columns
 this module knows nothing of files. Rows taken:
 
 * hockney: point-to-point rows (no collective) with a channel, at tau 1 or
-  no tau; one Hockney fit per channel (Huber loss, paper 004 section 5.2);
+  no tau; one Hockney fit per channel (Huber loss, paper 004 section 5.2),
+  and in its report the eager/rendezvous segments where the data shows a
+  break (:func:`commcost.calibration.fit_p2p.fit_hockney_segments`);
+* loggp: the same rows; per channel what a ping-pong identifies of LogGP,
+  G and 2o + L (:func:`commcost.calibration.fit_p2p.fit_loggp`);
 * taulop: point-to-point rows with a channel and a tau (Ring_tau, paper 000
   section 5.2); one tau-Lop table per channel, the channel made of
   ``transfers[channel]`` transfers (default: 2 for ``shm``, 1 otherwise,
   paper 000 eq. 1 and 3).
+
+Rows of benchmarks that are not one message at a time (:data:`NOT_P2P`:
+NBFT, broadcast experiments, HighVolumePingPong) are never taken.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import numpy as np
 
 from commcost.errors import InputError
 
-FITTABLE = ("hockney", "taulop")
+FITTABLE = ("hockney", "loggp", "taulop")
+NOT_P2P = ("nbft", "bcast_gather", "hvpp")  # benchmarks whose rows are no single transmission
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,7 @@ def default_transfers(channel: str) -> int:
 def fit_channels(columns: dict[str, np.ndarray], model: str,
                  transfers: dict[str, int] | None = None) -> list[ChannelFit]:
     """Fit ``model`` per channel from the point-to-point rows of ``columns``."""
-    from commcost.calibration.fit_p2p import fit_hockney  # scipy: loaded only when fitting
+    from commcost.calibration.fit_p2p import fit_hockney, fit_hockney_segments, fit_loggp  # scipy: on use
     from commcost.calibration.fit_taulop import fit_taulop_channel
 
     if model not in FITTABLE:
@@ -50,8 +58,8 @@ def fit_channels(columns: dict[str, np.ndarray], model: str,
     collective = columns["collective"]
     channel = columns["channel"]
     tau = np.asarray(columns["tau"], dtype=np.float64)
-    p2p = (collective == "") & (channel != "")
-    if model == "hockney":
+    p2p = (collective == "") & (channel != "") & ~np.isin(columns["benchmark"], NOT_P2P)
+    if model in ("hockney", "loggp"):
         p2p &= np.isnan(tau) | (tau == 1)
     else:
         p2p &= ~np.isnan(tau)
@@ -67,6 +75,13 @@ def fit_channels(columns: dict[str, np.ndarray], model: str,
             if model == "hockney":
                 fit = fit_hockney(nbytes, time_s)
                 params, report = fit.to_dict(), fit.report()
+                if np.unique(nbytes).size >= 6:  # room for two segments of 3 sizes
+                    segments = fit_hockney_segments(nbytes, time_s)
+                    report["segments"] = segments.report()
+            elif model == "loggp":
+                fit = fit_loggp(nbytes, time_s)
+                params = {"two_o_plus_L_s": fit.two_o_plus_L_s, "G_s_per_byte": fit.G_s_per_byte}
+                report = fit.report()
             else:
                 k = (transfers or {}).get(name, default_transfers(name))
                 fit = fit_taulop_channel(nbytes, tau[rows].astype(np.int64), time_s, transfers=k)
