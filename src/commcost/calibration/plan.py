@@ -51,10 +51,17 @@ class Point:
     collective: str = ""
     algorithm: str = ""
 
-    def matches(self, row: Any) -> bool:
-        """Whether a measurements row (anything with these attributes) is this point, whatever its MPI."""
-        return all(getattr(row, name) == getattr(self, name) for name in
-                   ("benchmark", "channel", "nprocs", "nbytes", "tau", "segsize", "collective", "algorithm"))
+    def ident(self) -> tuple:
+        """The columns that name the point, as :func:`row_ident` gives them for a row."""
+        return row_ident(self)
+
+
+_IDENT = ("benchmark", "channel", "nprocs", "nbytes", "tau", "segsize", "collective", "algorithm")
+
+
+def row_ident(row: Any) -> tuple:
+    """The point a measurements row (anything with these attributes) measures, whatever its MPI and host."""
+    return tuple(getattr(row, name) for name in _IDENT)
 
 
 def parse_benchmarks(text: str) -> tuple[str, ...]:
