@@ -55,6 +55,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=",".join(DEFAULT_BENCHMARKS),
                    help=f"comma-separated among {', '.join(BENCHMARKS)} or all (default: "
                         f"{','.join(DEFAULT_BENCHMARKS)})")
+    p.add_argument("--sizes", help="ping-pong and Ring_tau message sizes, comma-separated (8, 4KiB, 1MiB; "
+                                    "default: powers of 4 from 1 B to 4 MiB, fewer if the budget is small)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no line per point")
 
 
@@ -83,6 +85,19 @@ def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: t
     return plan_sizes(max(measure, 1.0) / channels / max(per_size, 1))
 
 
+def _sizes(text: str) -> list[int]:
+    from commcost.units import parse_nbytes
+
+    try:
+        sizes = sorted({int(parse_nbytes(s.strip())) for s in text.split(",") if s.strip()})
+    except (InputError, ValueError):
+        raise InputError(f"expected sizes in bytes separated by commas (8,4KiB,1MiB), got {text!r}",
+                         where="--sizes") from None
+    if not sizes:
+        raise InputError("expected at least one size", where="--sizes")
+    return sizes
+
+
 def plan_sizes(channel_budget_s: float) -> list[int]:
     """Message sizes to measure per channel: powers of 4 from 1 B to 4 MiB, fewer if the budget is small."""
     n = int(min(len(ALL_SIZES), max(MIN_SIZES, channel_budget_s // MIN_POINT_S)))
@@ -90,6 +105,17 @@ def plan_sizes(channel_budget_s: float) -> list[int]:
         return list(ALL_SIZES)
     picks = sorted({round(i * (len(ALL_SIZES) - 1) / (n - 1)) for i in range(n)})
     return [ALL_SIZES[i] for i in picks]
+
+
+def must_yield(procs: int) -> bool:
+    """Whether waiting ranks should yield their core: more ranks than idle cores (ranks + 1-min load > cores).
+
+    Open MPI's ranks busy-poll while they wait; when they outnumber the free
+    cores, a waiting rank keeps its peer off the core for a whole scheduler
+    time slice (milliseconds) unless it yields (``mpi_yield_when_idle``).
+    """
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return procs + load > (os.cpu_count() or 1)
 
 
 def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple[list[str], dict[str, str]]:
@@ -108,7 +134,7 @@ def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple
     line = [mpirun, "-np", str(args.procs), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         line.append("--allow-run-as-root")
-    if args.procs > (os.cpu_count() or 1):  # more ranks than cores: busy-polling ranks must yield
+    if must_yield(args.procs):
         mca.append(("mpi_yield_when_idle", "1"))
     for k, v in mca:
         line += ["--mca", k, v]
@@ -223,7 +249,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     csv_path = args.out / "measurements.csv"
     started = time.monotonic()
     runs = plan_runs(benchmarks, CHANNELS)
-    sizes = sizes_for_budget(args.budget, runs, args.procs, benchmarks)
+    sizes = _sizes(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
     points = {run: run.points(args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
     print(f"calibrating with {args.launcher or mpirun}: {', '.join(benchmarks)} on {args.procs} ranks, "
@@ -263,13 +289,13 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
     """Fit every model the rows allow and write ``params.toml`` with its provenance; print a summary."""
     from commcost.calibration.from_measurements import fit_channels
     from commcost.calibration.plan import row_ident
-    from commcost.io.measurements import measurement_columns, read_measurements
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
     from commcost.io.params_file import write_params
 
     rows = read_measurements(csv_path) if csv_path.exists() else []
     if not rows:
         raise InputError(f"the MPI runs failed: {', '.join(failed) or 'none finished'}; nothing measured")
-    columns = measurement_columns(rows)
+    columns = fit_times(measurement_columns(rows), "median")
     sections, quality, notes = {}, {}, {}
     fits = {}
     for model, needs in (("hockney", "pingpong"), ("taulop", "ringtau")):
@@ -304,6 +330,8 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         "benchmarks": list(benchmarks),
         "benchmark": "95% CI half-width within 2.5% of the mean or the point's budget; warm-up, barrier per point",
         "procs": args.procs,
+        "statistic": "median over repetitions",
+        "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "budget_s": float(args.budget),
         "elapsed_s": round(elapsed, 1),
         "launcher": args.launcher or shlex.join(launch_line(args, mpirun, runs[0])[0]),

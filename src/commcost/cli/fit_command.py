@@ -27,6 +27,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", required=True, type=Path, help="parameter file to write (.toml)")
     p.add_argument("--transfers", action="append", default=[], metavar="CHANNEL=K",
                    help="transfers per transmission of a channel for tau-Lop (default shm=2, others 1)")
+    p.add_argument("--statistic", default="median", choices=["median", "mean"],
+                   help="per-point time to fit: the median over repetitions (robust, default; the mean where "
+                        "a row has no median) or the mean")
     p.add_argument("--shm-channel", default="shm", help="ompi-bcast: the shared-memory channel's name (c = 0)")
     p.add_argument("--network-channel", default="tcp", help="ompi-bcast: the network channel's name (c = 1)")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
@@ -35,7 +38,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 @command("fit", "fit model parameters from a measurements CSV and write a parameter file", _configure)
 def _fit(args: argparse.Namespace) -> int:
     from commcost.calibration.from_measurements import fit_channels
-    from commcost.io.measurements import measurement_columns, read_measurements
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
     from commcost.io.params_file import write_params
 
     transfers = {}
@@ -47,7 +50,7 @@ def _fit(args: argparse.Namespace) -> int:
     rows = read_measurements(args.measurements)
     if not rows:
         raise InputError("no measurements in the file", source=str(args.measurements))
-    columns = measurement_columns(rows)
+    columns = fit_times(measurement_columns(rows), args.statistic)
     if args.model == OMPI_BCAST:
         return _fit_ompi_bcast(args, columns)
     try:
@@ -58,6 +61,7 @@ def _fit(args: argparse.Namespace) -> int:
         "fitted_from": str(args.measurements),
         "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model": args.model,
+        "statistic": args.statistic,
         "points": sum(f.npoints for f in fits),
         "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
         "host": sorted({h for h in columns["host"].tolist() if h}),
@@ -105,6 +109,7 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
         "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model": SECTION, "method": "paper 004 section 5: gamma, Q from NBFTs (eq. 14-15); o, L per "
                                     "algorithm from bcast + flat gather (eq. 16-19), Huber, relative residuals",
+        "statistic": args.statistic,
         "points": sum(int(f.measured_s.size) for f in fits),
         "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
         "host": sorted({h for h in columns["host"].tolist() if h}),
