@@ -17,6 +17,7 @@ from commcost.closedform.ompi_bcast_calibration import calibrate_paper004, gamma
 from commcost.closedform.ompi_bcast_model import Paper004Params, experiment_coefficients
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement, MeasurementStore, fit_times, measurement_columns
+from fit_helpers import fit_ompi_bcast
 
 
 def test_benchmark_names_parse_with_aliases_and_all():
@@ -130,12 +131,8 @@ def test_per_algorithm_parameters_round_trip_and_are_checked():
 def test_fit_ompi_bcast_writes_per_algorithm_tables(tmp_path, capsys):
     csv = tmp_path / "m.csv"
     MeasurementStore(csv).extend(_rows_paper004((1e-6, 4e-6, 2e-6, 6e-6)))
-    out = tmp_path / "p.toml"
-    assert main(["fit", str(csv), "--model", "ompi-bcast", "-o", str(out)]) == 0
-    text = capsys.readouterr().out
+    text, doc = fit_ompi_bcast(csv, tmp_path / "p.toml", capsys)
     assert "binomial" in text and "Q = 4.0" in text and "mu mean 1.00" in text
-    with open(out, "rb") as f:
-        doc = tomllib.load(f)
     assert set(doc["ompi_bcast_model"]["algorithms"]) == {"binomial", "basic_linear"}
     assert doc["meta"]["quality"]["binomial"]["mu_max"] < 1.01
 
