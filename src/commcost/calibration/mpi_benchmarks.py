@@ -5,7 +5,17 @@ Good practice (issue 4, paper 004 section 5): a warm-up, a barrier before
 each point, timing at the root with ``MPI.Wtime``, and repetitions until the
 95% confidence half-width of the mean (t-distribution) is within
 ``target_ci_rel`` of the mean, or the point's time budget runs out (then
-``converged`` is 0).
+``converged`` is 0); the loop is :func:`_adaptive`.
+
+* :func:`pingpong`: one-way time between ranks 0 and 1 (Hockney, LogGP);
+* :func:`ring_tau`: tau concurrent transmissions around a ring, paper 000
+  section 5.2 (tau-Lop's L^c(m, tau));
+* :func:`high_volume_pingpong`: n messages each way, receives in order or
+  reversed, paper 001 Algorithm 1 (max-rate, queue search);
+* :func:`nbft`: one non-blocking flat tree, paper 004 section 5.1
+  (gamma^c(P) eq. 14, Q(m) eq. 15);
+* :func:`bcast_gather`: MPI_Bcast then a flat gather, paper 004 section 5.2
+  (o, L per algorithm, eq. 16-19).
 """
 
 from __future__ import annotations

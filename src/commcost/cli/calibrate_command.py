@@ -193,7 +193,8 @@ class _Progress:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                 TextColumn("(budget: {task.fields[left]:.0f} s left)"),
-                                console=Console(file=sys.stderr), transient=False)
+                                console=Console(file=sys.stderr), transient=False,
+                                redirect_stdout=sys.stdout.isatty())  # lines go where stdout goes
             self.task = self.bar.add_task("calibrating", total=total, left=budget_s)
 
     def __enter__(self) -> "_Progress":

@@ -128,6 +128,7 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
         print(f"    {name}: {source}")
     for f in fits:
         r = f.report()
-        print(f"  {f.algorithm:<18} {r['points']:>3} points  mu mean {r['mu_mean']:.3f}, max {r['mu_max']:.3f}  "
+        print(f"  {f.algorithm:<18} {r['points']:>3} points  mu mean {r['mu_mean']:.3f}, median {r['mu_median']:.3f}, "
+              f"max {r['mu_max']:.3f}  "
               f"o0 = {r['o0_s']:.3g}, o1 = {r['o1_s']:.3g}, L0 = {r['L0_s']:.3g}, L1 = {r['L1_s']:.3g}")
     return 0

@@ -112,7 +112,7 @@ class AlgorithmFit:
         mu = self.mu
         return {"o0_s": self.theta[0], "o1_s": self.theta[1], "L0_s": self.theta[2], "L1_s": self.theta[3],
                 "points": int(self.measured_s.size), "rank": self.rank,
-                "mu_mean": float(np.mean(mu)), "mu_max": float(np.max(mu)),
+                "mu_mean": float(np.mean(mu)), "mu_median": float(np.median(mu)), "mu_max": float(np.max(mu)),
                 "residuals_s": (self.predicted_s - self.measured_s).tolist()}
 
 
