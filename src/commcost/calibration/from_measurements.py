@@ -90,3 +90,26 @@ def fit_channels(columns: dict[str, np.ndarray], model: str,
             raise InputError(f"channel {name}: {exc.message}", where=exc.where) from None
         fits.append(ChannelFit(name, int(rows.sum()), params, report))
     return fits
+
+
+def fit_queue_search_channels(columns: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """Paper 001's queue-search gamma per channel from HighVolumePingPong rows (``hvpp``; tau = messages).
+
+    Counts measured both in order and reversed are paired; a channel with
+    fewer than three such counts is left out. Returns each channel's report.
+    """
+    from commcost.calibration.fit_queue_search import fit_queue_search
+
+    out = {}
+    rows = columns["benchmark"] == "hvpp"
+    for name in sorted(set(columns["channel"][rows].tolist())):
+        sel = rows & (columns["channel"] == name)
+        times = {}
+        for order, n, t in zip(columns["algorithm"][sel], columns["tau"][sel], columns["time_s_mean"][sel]):
+            times.setdefault(int(n), {})[str(order)] = float(t)
+        pairs = sorted(n for n, v in times.items() if {"in_order", "reversed"} <= set(v))
+        if len(pairs) >= 3:
+            fit = fit_queue_search(np.array(pairs), np.array([times[n]["in_order"] for n in pairs]),
+                                   np.array([times[n]["reversed"] for n in pairs]))
+            out[name] = fit.report()
+    return out

@@ -320,6 +320,13 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
             notes[SECTION] = report["sources"]
         except InputError as exc:
             notes[SECTION] = exc.message
+    if "hvpp" in benchmarks:
+        from commcost.calibration.from_measurements import fit_queue_search_channels
+
+        try:
+            quality["queue_search"] = fit_queue_search_channels(columns)
+        except InputError as exc:
+            notes["queue_search"] = exc.message
     elapsed = time.monotonic() - started
     mine = [m for m in rows if row_ident(m) in planned]
     converged = sum(1 for m in mine if m.converged)
@@ -361,6 +368,10 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
               f"  {values}{split}")
     for f in fits.get("taulop", []):
         print(f"  taulop  {f.channel:<4} {f.npoints:>3} points  mu mean {f.report['mu_mean']:.3f}")
+    for channel, q in quality.get("queue_search", {}).items():
+        lo, hi = q["gamma_ci95"]
+        print(f"  queue search (paper 001 eq. 3) {channel:<4} gamma = {q['gamma_s']:.3g} s "
+              f"(95% CI {lo:.3g} .. {hi:.3g}; paper 001: {q['paper001_gamma_s']:.2g} s)")
     for name, note in notes.items():
         if isinstance(note, str):
             print(f"  {name}: not fitted: {note}")
