@@ -38,7 +38,8 @@ from commcost.errors import InputError
 CHANNELS = ("shm", "tcp")
 ALL_SIZES = tuple(4 ** k for k in range(12))  # 1 B .. 4 MiB
 STARTUP_S = 3.0  # what one mpirun start-up and warm-up is allowed
-FIT_S = 4.0  # kept back from the budget for the fits and the parameter file
+FIT_S = 6.0  # kept back from the budget for the fits and the parameter file
+STOP_S = 2.0  # a stopped run's mpirun gets this long to end its ranks
 GRACE_S = 4.0  # a run may overrun its share by this much before it is stopped
 MIN_POINT_S = 0.25  # fewer sizes below this per-point budget
 MIN_SIZES = 4
@@ -171,9 +172,28 @@ def _run(args, mpirun, run: Run, sizes, deadline_s, csv_path, timeout_s, poll) -
                 return 124
             time.sleep(0.2)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:  # SIGTERM first: mpirun then stops its ranks, which SIGKILL would orphan
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _share(runs: list[Run], points: dict, present: set, left_s: float) -> float:
+    """Seconds for the first of ``runs``: the time left, less a start-up per run, shared by points to measure.
+
+    Only the leading runs that fit are counted (each needs a start-up and
+    :data:`MIN_RUN_S`), so a small budget goes to the first runs in the
+    plan (ping-pong and Ring_tau before the broadcasts), not thinly to all.
+    """
+    todo = [sum(1 for p in points[r] if p.ident() not in present) for r in runs]
+    active = [n for n in todo if n]
+    k = len(active)
+    while k > 1 and left_s - STARTUP_S * k < MIN_RUN_S * k:
+        k -= 1
+    return (left_s - STARTUP_S * k) * todo[0] / max(sum(active[:k]), 1)
 
 
 class _Progress:
@@ -256,7 +276,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(f"calibrating with {args.launcher or mpirun}: {', '.join(benchmarks)} on {args.procs} ranks, "
           f"{len(runs)} runs, {len(planned)} points ({sizes[0]} B .. {sizes[-1]} B), budget {args.budget:g} s "
           f"-> {args.out}", flush=True)
-    hard_deadline = started + args.budget - FIT_S
+    hard_deadline = started + args.budget - FIT_S - STOP_S
     failed, skipped = [], []
     show = not args.quiet
     with _Progress(len(planned), args.budget, started, show and sys.stderr.isatty(), show) as progress:
@@ -270,9 +290,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             todo_now = [p for p in points[run] if p.ident() not in present]
             if not todo_now:
                 continue
-            todo_all = sum(1 for r in runs[i:] for p in points[r] if p.ident() not in present)
-            left = hard_deadline - time.monotonic() - STARTUP_S * (len(runs) - i)
-            share = left * len(todo_now) / todo_all
+            share = _share(runs[i:], points, present, hard_deadline - time.monotonic())
             name = f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
             if share < MIN_RUN_S:
                 skipped.append(name)

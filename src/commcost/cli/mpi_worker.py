@@ -7,10 +7,10 @@
 
 Rank 0 opens the measurements store, drops the points already stored (so a
 killed run resumes), broadcasts the list to every rank, and appends each
-point (fsynced) as soon as it is measured. With ``--deadline-s`` every
-point gets the time left divided by the points left (at most
-``--point-budget``), and points not started by the deadline are left for a
-later run. ``--algorithm`` names the broadcast algorithm the launcher forced
+point (fsynced) as soon as it is measured. With ``--deadline-s`` (seconds
+of measuring, counted once MPI is up) every point gets the time left
+divided by the points left (at most ``--point-budget``), and points not
+started by the deadline are left for a later run. ``--algorithm`` names the broadcast algorithm the launcher forced
 (``--mca coll_tuned_bcast_algorithm``), recorded in the rows. Prints
 nothing on success; on an error, one line on stderr and ``MPI_Abort`` so
 that no rank is left waiting.
@@ -67,7 +67,6 @@ def _measure(bench, comm, point, opts: dict):
 
 
 def main(argv: list[str] | None = None) -> int:
-    started = time.monotonic()
     args = _parse(argv)
     from commcost.calibration import mpi_benchmarks as bench
     from commcost.calibration.plan import run_points
@@ -100,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             store = MeasurementStore(args.out)
             todo = [p for p in points if not store.has(row(p))]
         todo = comm.bcast(todo, root=0)
+        started = time.monotonic()  # the deadline counts measuring time, not MPI's start-up
         opts = {"min_reps": args.min_reps, "max_reps": args.max_reps, "target_ci_rel": args.target_ci}
         for i, point in enumerate(todo):
             budget = args.point_budget
