@@ -162,3 +162,22 @@ def test_a_killed_calibration_resumes_to_the_full_set_without_duplicates(tmp_pat
     assert {row_ident(m) for m in rows} == expected
     assert [m.key for m in rows[:len(partial)]] == [m.key for m in partial]  # kept, not re-measured
     assert (out / "params.toml").exists()
+
+
+@needs_mpi
+def test_every_benchmark_fits_in_a_small_budget(tmp_path):
+    """`--benchmarks all` in 40 s: every kind of row lands, the leading runs first, and the wall time holds."""
+    out = tmp_path / "run"
+    start = time.monotonic()
+    proc = _calibrate(out, 40, "--benchmarks", "all", "--quiet")
+    stdout, stderr = proc.communicate(timeout=120)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, stderr
+    assert elapsed < 40, f"took {elapsed:.0f} s for a 40 s budget"
+    rows = read_measurements(out / "measurements.csv")
+    assert {m.benchmark for m in rows} == {"pingpong", "ring_tau", "nbft", "hvpp", "bcast_gather"}
+    assert "] pingpong" not in stdout and " ms  reps" not in stdout and "measured" in stdout  # --quiet
+    with open(out / "params.toml", "rb") as f:
+        meta = tomllib.load(f)["meta"]
+    assert meta["benchmarks"] == ["pingpong", "ringtau", "nbft", "bcast", "hvpp"]
+    assert meta["points"] == len(rows) and meta["planned"] >= len(rows)

@@ -167,3 +167,16 @@ def test_fit_times_prefers_the_median():
     assert cols["time_s_mean"].tolist() == [1e-6, 2e-6]
     assert fit_times(measurement_columns(rows), "mean")["time_s_mean"].tolist() == [5e-3, 2e-6]
     assert np.all(measurement_columns(rows)["time_s_mean"] == [5e-3, 2e-6])
+
+
+def test_a_small_budget_goes_to_the_leading_runs():
+    from commcost.cli.calibrate_command import MIN_RUN_S, STARTUP_S, _share
+
+    runs = plan_runs(("pingpong", "bcast"), ("shm", "tcp"))
+    points = {r: r.points(2, [1, 64]) for r in runs}
+    plenty = _share(runs, points, set(), 1000.0)
+    assert plenty == pytest.approx((1000.0 - STARTUP_S * len(runs)) * 2 / (2 * 2 + 9 * len(BCAST_SIZES)))
+    tight = _share(runs, points, set(), 2 * (STARTUP_S + MIN_RUN_S))  # room for two runs only
+    assert tight == pytest.approx(MIN_RUN_S)
+    done = {p.ident() for p in points[runs[0]]}
+    assert _share(runs[1:], points, done, 100.0) > 0

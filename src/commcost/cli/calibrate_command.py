@@ -298,7 +298,9 @@ def _calibrate(args: argparse.Namespace) -> int:
             progress.describe(name)
             rc = _run(args, mpirun, run, sizes, share, csv_path,
                       min(share + STARTUP_S + GRACE_S, hard_deadline - time.monotonic()), poll)
-            if rc != 0:
+            if rc == 124:  # stopped at its share of the budget: what it measured stays, the rest resumes later
+                skipped.append(f"{name} (stopped at the budget)")
+            elif rc != 0:
                 failed.append(f"{name} (exit {rc})")
         poll()
     return _fit_and_write(args, csv_path, started, benchmarks, runs, planned, failed, skipped, mpirun)
@@ -394,7 +396,7 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         if isinstance(note, str):
             print(f"  {name}: not fitted: {note}")
     for name in skipped:
-        print(f"  run {name}: not started, the budget was spent", file=sys.stderr)
+        print(f"  run {name}: {'' if 'stopped' in name else 'not started, '}the budget was spent", file=sys.stderr)
     if failed:
         print(f"commcost: some MPI runs failed: {', '.join(failed)}", file=sys.stderr)
         return 2
