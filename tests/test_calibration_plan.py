@@ -180,3 +180,15 @@ def test_a_small_budget_goes_to_the_leading_runs():
     assert tight == pytest.approx(MIN_RUN_S)
     done = {p.ident() for p in points[runs[0]]}
     assert _share(runs[1:], points, done, 100.0) > 0
+
+
+def test_taulop_in_calibrate_leaves_out_sizes_a_stopped_run_did_not_finish():
+    from commcost.calibration.from_measurements import fit_channels
+
+    rows = [Measurement("ring_tau", 2, m, (1e-6 + 1e-10 * m) * tau, channel="shm", tau=tau)
+            for m in (1, 1024, 65536) for tau in (1, 2)]
+    cols = measurement_columns(rows[:-1])  # 64 KiB lacks tau = 2
+    with pytest.raises(InputError, match="no measurement at m = 65536, tau = 2"):
+        fit_channels(cols, "taulop")
+    (fit,) = fit_channels(cols, "taulop", complete_only=True)
+    assert fit.report["sizes_dropped"] == [65536.0] and fit.npoints == 4

@@ -46,9 +46,21 @@ def default_transfers(channel: str) -> int:
     return 2 if channel == "shm" else 1
 
 
+def _complete_sizes(nbytes: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, list[float]]:
+    """Rows of the sizes measured at every tau = 1..max(tau), and the sizes left out."""
+    want = set(range(1, int(tau.max()) + 1))
+    dropped = [float(m) for m in np.unique(nbytes) if set(tau[nbytes == m].astype(int).tolist()) != want]
+    return ~np.isin(nbytes, dropped), dropped
+
+
 def fit_channels(columns: dict[str, np.ndarray], model: str,
-                 transfers: dict[str, int] | None = None) -> list[ChannelFit]:
-    """Fit ``model`` per channel from the point-to-point rows of ``columns``."""
+                 transfers: dict[str, int] | None = None, *, complete_only: bool = False) -> list[ChannelFit]:
+    """Fit ``model`` per channel from the point-to-point rows of ``columns``.
+
+    With ``complete_only``, tau-Lop leaves out the sizes not measured at
+    every tau (a run stopped by its budget) instead of refusing the channel;
+    the report lists them under ``sizes_dropped``.
+    """
     from commcost.calibration.fit_p2p import fit_hockney, fit_hockney_segments, fit_loggp  # scipy: on use
     from commcost.calibration.fit_taulop import fit_taulop_channel
 
@@ -84,11 +96,17 @@ def fit_channels(columns: dict[str, np.ndarray], model: str,
                 report = fit.report()
             else:
                 k = (transfers or {}).get(name, default_transfers(name))
-                fit = fit_taulop_channel(nbytes, tau[rows].astype(np.int64), time_s, transfers=k)
+                taus, dropped = tau[rows], []
+                if complete_only:
+                    keep, dropped = _complete_sizes(nbytes, taus)
+                    nbytes, taus, time_s = nbytes[keep], taus[keep], time_s[keep]
+                fit = fit_taulop_channel(nbytes, taus.astype(np.int64), time_s, transfers=k)
                 params, report = fit.channel.to_dict(), fit.report()
+                if dropped:
+                    report["sizes_dropped"] = dropped
         except InputError as exc:
             raise InputError(f"channel {name}: {exc.message}", where=exc.where) from None
-        fits.append(ChannelFit(name, int(rows.sum()), params, report))
+        fits.append(ChannelFit(name, int(time_s.size), params, report))
     return fits
 
 

@@ -321,7 +321,7 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
     fits = {}
     for model, needs in (("hockney", "pingpong"), ("taulop", "ringtau")):
         try:
-            fits[model] = fit_channels(columns, model)
+            fits[model] = fit_channels(columns, model, complete_only=True)
         except InputError as exc:
             if needs in benchmarks:
                 notes[model] = exc.message
