@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import tomllib
 
 import numpy as np
@@ -192,3 +193,18 @@ def test_taulop_in_calibrate_leaves_out_sizes_a_stopped_run_did_not_finish():
         fit_channels(cols, "taulop")
     (fit,) = fit_channels(cols, "taulop", complete_only=True)
     assert fit.report["sizes_dropped"] == [65536.0] and fit.npoints == 4
+
+
+def test_fit_hockney_reports_eager_and_rendezvous_segments(tmp_path, capsys):
+    """A protocol switch (a jump in latency and slope above 16 KiB) shows as two segments in the report."""
+    csv = tmp_path / "m.csv"
+    store = MeasurementStore(csv)
+    for k in range(12):
+        m = 4 ** k
+        t = 1e-6 + 1e-10 * m if m <= 16384 else 8e-6 + 2e-10 * m
+        store.append(Measurement("pingpong", 2, m, t, channel="shm"))
+    out = tmp_path / "p.toml"
+    assert main(["fit", str(csv), "--model", "hockney", "-o", str(out), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)["channels"]["shm"]["segments"]
+    assert report["breaks"] == [[16384.0, 65536.0]]
+    assert [s["params"]["alpha_s"] for s in report["segments"]] == pytest.approx([1e-6, 8e-6], rel=1e-3)

@@ -6,15 +6,15 @@ count progress and the worker can skip points already stored. A point is
 the identifying part of a measurements row (docs/file-formats.md); how the
 columns are used per benchmark:
 
-=================  =====================  ========  ===========  =========  =======  ==========================
-benchmark (name)   row ``benchmark``      nprocs    nbytes       tau        segsize  collective / algorithm
-=================  =====================  ========  ===========  =========  =======  ==========================
-pingpong           ``pingpong``           2         message      -          -        - / -
-ringtau            ``ring_tau``           max(tau,2) message     tau        -        - / -
-nbft               ``nbft``               P         message      -          -        - / -
-bcast              ``bcast_gather``       ranks     broadcast    -          m_s      ``bcast`` / Open MPI name
-hvpp               ``hvpp``               2         one message  messages n -        - / in_order | reversed
-=================  =====================  ========  ===========  =========  =======  ==========================
+==========  ================  ===========  ===========  ==========  =======  ===============================
+benchmark   row benchmark     nprocs       nbytes       tau         segsize  collective / algorithm
+==========  ================  ===========  ===========  ==========  =======  ===============================
+pingpong    ``pingpong``      2            message      -           -        - / -
+ringtau     ``ring_tau``      max(tau, 2)  message      tau         -        - / -
+nbft        ``nbft``          P            message      -           -        - / -
+bcast       ``bcast_gather``  all ranks    broadcast    -           m_s      ``bcast`` / Open MPI name
+hvpp        ``hvpp``          2            one message  messages n  -        - / ``in_order``, ``reversed``
+==========  ================  ===========  ===========  ==========  =======  ===============================
 """
 
 from __future__ import annotations
