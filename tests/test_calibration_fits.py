@@ -245,3 +245,18 @@ def test_taulop_needs_every_tau_at_every_size():
 def test_bad_inputs_are_named(call, message):
     with pytest.raises(InputError, match=message):
         call()
+
+
+def test_queue_search_gamma_from_high_volume_pingpong():
+    """Paper 001 eq. 3: reversed receives add gamma n^2 to the in-order time."""
+    from commcost.calibration.fit_queue_search import fit_queue_search
+
+    n = np.array([1, 4, 16, 64, 256, 1024])
+    t_in = 1e-5 + 2e-7 * n
+    fit = fit_queue_search(n, t_in, t_in + 8.4e-9 * n ** 2)
+    assert fit.gamma_s == pytest.approx(8.4e-9, rel=1e-3)
+    lo, hi = fit.report()["gamma_ci95"]
+    assert lo <= fit.gamma_s <= hi
+    assert fit_queue_search(n, t_in, t_in).gamma_s == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(InputError, match="three message counts"):
+        fit_queue_search(n[:2], t_in[:2], t_in[:2])

@@ -28,7 +28,7 @@ def test_every_toml_example_parses(block):
     tomllib.loads(block)
 
 
-@pytest.mark.parametrize("model", ["hockney", "loggp", "loggph", "hloggp", "taulop"])
+@pytest.mark.parametrize("model", ["hockney", "loggp", "loggph", "hloggp", "taulop", "ompi_bcast_model"])
 def test_parameter_examples_load_under_their_model(tmp_path, model):
     found = [b for b in BLOCKS if re.search(rf"^\[{model}[.\]]", b, flags=re.M) and "file =" not in b]
     assert found

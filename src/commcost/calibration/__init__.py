@@ -8,7 +8,11 @@ proportional error mu = max(measured, predicted) / min(measured, predicted).
 * :mod:`commcost.calibration.fit_p2p`: Hockney (one segment or eager /
   rendezvous segments) and LogGP from ping-pong times;
 * :mod:`commcost.calibration.fit_taulop`: tau-Lop tables o(m), L(m, tau)
-  from Ring_tau times (paper 000 section 5.2).
+  from Ring_tau times (paper 000 section 5.2);
+* :mod:`commcost.calibration.fit_queue_search`: paper 001's queue-search
+  gamma from HighVolumePingPong times (eq. 3);
+* :mod:`commcost.calibration.plan`: what ``commcost calibrate`` measures;
+  :mod:`commcost.calibration.mpi_benchmarks` measures it under mpirun.
 
 This package may import models, platform, units and errors; never io,
 report or cli (pyproject.toml's layers).

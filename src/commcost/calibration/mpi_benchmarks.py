@@ -5,14 +5,24 @@ Good practice (issue 4, paper 004 section 5): a warm-up, a barrier before
 each point, timing at the root with ``MPI.Wtime``, and repetitions until the
 95% confidence half-width of the mean (t-distribution) is within
 ``target_ci_rel`` of the mean, or the point's time budget runs out (then
-``converged`` is 0).
+``converged`` is 0); the loop is :func:`_adaptive`.
+
+* :func:`pingpong`: one-way time between ranks 0 and 1 (Hockney, LogGP);
+* :func:`ring_tau`: tau concurrent transmissions around a ring, paper 000
+  section 5.2 (tau-Lop's L^c(m, tau));
+* :func:`high_volume_pingpong`: n messages each way, receives in order or
+  reversed, paper 001 Algorithm 1 (max-rate, queue search);
+* :func:`nbft`: one non-blocking flat tree, paper 004 section 5.1
+  (gamma^c(P) eq. 14, Q(m) eq. 15);
+* :func:`bcast_gather`: MPI_Bcast then a flat gather, paper 004 section 5.2
+  (o, L per algorithm, eq. 16-19).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from mpi4py import MPI
@@ -59,22 +69,72 @@ def summarize(samples: np.ndarray, target_ci_rel: float) -> dict[str, Any]:
     }
 
 
+def _adaptive(comm: Any, batch_fn: Callable[[int, list[float] | None], None], *, min_reps: int,
+              max_reps: int, time_budget_s: float, target_ci_rel: float, warmup: int) -> dict[str, Any] | None:
+    """Repeat ``batch_fn`` until the mean is precise enough or the point's budget is spent; stats at rank 0.
+
+    ``batch_fn(count, out)`` runs ``count`` samples on every rank; rank 0
+    appends each sample's seconds to ``out`` (None during the warm-up).
+    Protocol (issue 4; paper 004 section 6, the MPIBlib rule): a warm-up, a
+    barrier, then batches of about 10 ms; after each batch rank 0 decides
+    whether to go on (fewer than ``min_reps`` samples, or the 95% confidence
+    half-width above ``target_ci_rel`` of the mean while under
+    ``time_budget_s`` and ``max_reps``) and broadcasts the decision.
+    """
+    rank = comm.Get_rank()
+    comm.Barrier()
+    batch_fn(warmup, None)
+    comm.Barrier()
+    samples: list[float] = []
+    start = time.perf_counter()
+    batch = max(1, min(min_reps, 10))
+    while True:
+        batch_fn(batch, samples if rank == 0 else None)
+        go_on = False
+        if rank == 0:
+            n = len(samples)
+            elapsed = time.perf_counter() - start
+            if n < min_reps:
+                go_on = True
+            elif n < max_reps and elapsed < time_budget_s:
+                go_on = ci95_rel(np.asarray(samples)) > target_ci_rel
+            if go_on:  # batches of about 10 ms, within the reps and time left
+                mean = float(np.mean(samples)) or 1e-9
+                batch = int(min(max(1, 0.01 / mean), 10_000, max(1, max_reps - n)))
+                if n >= min_reps:
+                    left = (time_budget_s - elapsed) / mean
+                    batch = int(max(1, min(batch, left)))
+                else:
+                    batch = int(max(1, min(batch, min_reps - n + 5)))
+        go_on, batch = comm.bcast((go_on, batch), root=0)
+        if not go_on:
+            break
+    comm.Barrier()
+    if rank != 0:
+        return None
+    return summarize(np.asarray(samples), target_ci_rel)
+
+
+def _buffer(nbytes: int) -> np.ndarray:
+    return np.zeros(max(int(nbytes), 1), dtype=np.uint8)[:int(nbytes)]
+
+
+# ---------------------------------------------------------------- point-to-point
+
+
 def pingpong(comm: Any, nbytes: int, *, min_reps: int = 20, max_reps: int = 100_000,
              time_budget_s: float = 1.0, target_ci_rel: float = 0.025, warmup: int = 10) -> dict[str, Any] | None:
     """One ping-pong point between ranks 0 and 1 (other ranks idle); every rank must call it.
 
-    A sample is one round trip of ``nbytes`` divided by 2, timed at rank 0.
-    Samples are taken in batches; after each batch rank 0 decides whether
-    to go on (fewer than ``min_reps`` samples, or the confidence half-width
-    above ``target_ci_rel`` of the mean while under ``time_budget_s`` and
-    ``max_reps``) and broadcasts its decision. Returns the statistics at
-    rank 0 (see :func:`summarize`), None elsewhere.
+    A sample is one round trip of ``nbytes`` divided by 2, timed at rank 0:
+    the one-way time T(m) that Hockney's alpha + beta m models. Repetition
+    rule: :func:`_adaptive`. Returns the statistics at rank 0 (see
+    :func:`summarize`), None elsewhere.
     """
     if comm.Get_size() < 2:
         raise ValueError("ping-pong needs at least 2 ranks")
     rank = comm.Get_rank()
-    buf = np.zeros(max(int(nbytes), 1), dtype=np.uint8)[:int(nbytes)]
-    msg = [buf, MPI.BYTE]
+    msg = [_buffer(nbytes), MPI.BYTE]
     peer = 1 - rank if rank < 2 else None
 
     def round_trips(count: int, out: list[float] | None) -> None:
@@ -91,32 +151,168 @@ def pingpong(comm: Any, nbytes: int, *, min_reps: int = 20, max_reps: int = 100_
                 comm.Recv(msg, source=peer, tag=TAG)
                 comm.Send(msg, dest=peer, tag=TAG)
 
-    comm.Barrier()
-    round_trips(warmup, None)
-    comm.Barrier()
-    samples: list[float] = []
-    start = time.perf_counter()
-    batch = max(1, min(min_reps, 10))
-    while True:
-        round_trips(batch, samples)
-        go_on = False
-        if rank == 0:
-            n = len(samples)
-            elapsed = time.perf_counter() - start
-            if n < min_reps:
-                go_on = True
-            elif n < max_reps and elapsed < time_budget_s:
-                go_on = ci95_rel(np.asarray(samples)) > target_ci_rel
-            if go_on:  # batches of about 10 ms, within the reps and time left
-                mean = float(np.mean(samples)) or 1e-9
-                batch = int(min(max(10, 0.01 / mean), 10_000, max(1, max_reps - n)))
-                if n >= min_reps:
-                    left = (time_budget_s - elapsed) / mean
-                    batch = int(max(1, min(batch, left)))
-        go_on, batch = comm.bcast((go_on, batch), root=0)
-        if not go_on:
-            break
-    comm.Barrier()
-    if rank != 0:
-        return None
-    return summarize(np.asarray(samples), target_ci_rel)
+    return _adaptive(comm, round_trips, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+def ring_tau(comm: Any, nbytes: int, tau: int, *, min_reps: int = 20, max_reps: int = 100_000,
+             time_budget_s: float = 1.0, target_ci_rel: float = 0.025, warmup: int = 10) -> dict[str, Any] | None:
+    """One Ring_tau point: ``tau`` concurrent transmissions of ``nbytes`` (paper 000 section 5.2).
+
+    Ranks 0..tau-1 form a ring; each sends ``nbytes`` to its successor and
+    receives from its predecessor at once (MPI_Isend/MPI_Irecv, MPI_Waitall),
+    so tau transmissions share the channel; then the same in the opposite
+    direction. A sample is the time of both rounds divided by 2, timed at
+    rank 0: tau || T^c(m) = o^c(m) + k L^c(m, tau) (paper 000 eq. 1-3), from
+    which :func:`commcost.calibration.fit_taulop.fit_taulop_channel` takes
+    L^c(m, tau). tau = 1 is one transmission 0 -> 1 and back, the ping-pong.
+    Needs ``max(tau, 2)`` ranks; the others idle. Statistics at rank 0.
+    """
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if tau < 1 or max(tau, 2) > size:
+        raise ValueError(f"Ring_tau with tau = {tau} needs {max(tau, 2)} ranks, have {size}")
+    sbuf, rbuf = _buffer(nbytes), _buffer(nbytes)
+    send, recv = [sbuf, MPI.BYTE], [rbuf, MPI.BYTE]
+    width = max(tau, 2)
+    nxt, prv = (rank + 1) % width, (rank - 1) % width
+
+    def one_direction(to: int, frm: int, out: bool) -> None:
+        if tau == 1:  # a single transmission: rank 0 sends on the way out, rank 1 on the way back
+            if (rank == 0) == out:
+                comm.Send(send, dest=to, tag=TAG)
+            else:
+                comm.Recv(recv, source=frm, tag=TAG)
+            return
+        MPI.Request.Waitall([comm.Irecv(recv, source=frm, tag=TAG), comm.Isend(send, dest=to, tag=TAG)])
+
+    def rounds(count: int, out: list[float] | None) -> None:
+        if rank >= width:
+            return
+        for _ in range(count):
+            t0 = MPI.Wtime()
+            one_direction(nxt, prv, True)
+            one_direction(prv, nxt, False)
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append((t1 - t0) / 2)
+
+    return _adaptive(comm, rounds, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+def high_volume_pingpong(comm: Any, nbytes: int, count: int, *, reverse: bool = False, min_reps: int = 20,
+                         max_reps: int = 100_000, time_budget_s: float = 1.0, target_ci_rel: float = 0.025,
+                         warmup: int = 5) -> dict[str, Any] | None:
+    """HighVolumePingPong (paper 001 Algorithm 1): ``count`` messages of ``nbytes`` each way between ranks 0 and 1.
+
+    Rank 0 posts ``count`` MPI_Isend (tags 0..n-1) and waits, then posts
+    ``count`` MPI_Irecv and waits; rank 1 does the reverse. Receives are
+    posted with tags 0..n-1 (in order: no queue search) or, with
+    ``reverse``, n-1..0 (the worst case: every arrival walks the whole
+    posted-receive queue, the gamma n^2 term of paper 001 eq. 3). A sample
+    is the round trip divided by 2, timed at rank 0. Statistics at rank 0.
+    """
+    if comm.Get_size() < 2:
+        raise ValueError("HighVolumePingPong needs at least 2 ranks")
+    if count < 1:
+        raise ValueError(f"expected at least 1 message, got {count}")
+    rank = comm.Get_rank()
+    sbuf = _buffer(nbytes * count).reshape(count, nbytes) if nbytes else np.zeros((count, 0), np.uint8)
+    rbuf = np.zeros_like(sbuf)
+    peer = 1 - rank if rank < 2 else None
+    recv_tags = list(range(count - 1, -1, -1)) if reverse else list(range(count))
+
+    def sends() -> None:
+        MPI.Request.Waitall([comm.Isend([sbuf[i], MPI.BYTE], dest=peer, tag=i) for i in range(count)])
+
+    def recvs() -> None:
+        MPI.Request.Waitall([comm.Irecv([rbuf[i], MPI.BYTE], source=peer, tag=recv_tags[i]) for i in range(count)])
+
+    def round_trips(reps: int, out: list[float] | None) -> None:
+        if peer is None:
+            return
+        for _ in range(reps):
+            t0 = MPI.Wtime()
+            if rank == 0:
+                sends()
+                recvs()
+            else:
+                recvs()
+                sends()
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append((t1 - t0) / 2)
+
+    return _adaptive(comm, round_trips, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+# ---------------------------------------------------------------- paper 004's experiments
+
+
+def nbft(comm: Any, nprocs: int, nbytes: int, *, min_reps: int = 20, max_reps: int = 100_000,
+         time_budget_s: float = 1.0, target_ci_rel: float = 0.025, warmup: int = 10) -> dict[str, Any] | None:
+    """One non-blocking flat tree (NBFT) of ``nprocs`` ranks broadcasting ``nbytes`` (paper 004 section 5.1).
+
+    Rank 0 posts MPI_Isend of ``nbytes`` to ranks 1..P-1 and waits for them
+    all; those post MPI_Irecv and wait. Every call is preceded by a barrier
+    and timed on the root: T_NBFT^c(P, m_s) = theta^c(P, N) / N. Then
+    gamma^c(P) = T_NBFT^c(P, m_s) / T_NBFT^c(2, m_s) (eq. 14) and
+    Q(m_s) = T_NBFT^1(2, m_s) / T_NBFT^0(2, m_s) (eq. 15). Ranks from
+    ``nprocs`` on take part in the barriers only. Statistics at rank 0.
+    """
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if not 2 <= nprocs <= size:
+        raise ValueError(f"an NBFT of {nprocs} ranks needs 2 <= P <= {size}")
+    sbuf, rbuf = _buffer(nbytes), _buffer(nbytes)
+
+    def calls(count: int, out: list[float] | None) -> None:
+        for _ in range(count):
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            if rank == 0:
+                MPI.Request.Waitall([comm.Isend([sbuf, MPI.BYTE], dest=i, tag=TAG) for i in range(1, nprocs)])
+            elif rank < nprocs:
+                comm.Irecv([rbuf, MPI.BYTE], source=0, tag=TAG).Wait()
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append(t1 - t0)
+
+    return _adaptive(comm, calls, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+def bcast_gather(comm: Any, nbytes: int, segsize: int, *, min_reps: int = 10, max_reps: int = 100_000,
+                 time_budget_s: float = 1.0, target_ci_rel: float = 0.025, warmup: int = 3) -> dict[str, Any] | None:
+    """Paper 004's experiment of section 5.2: MPI_Bcast of ``nbytes`` then a flat gather of ``segsize``.
+
+    T_experiment(P, m) = T_bcast(P, m) + T_flat_gather(P, m_s) (eq. 16-17):
+    a barrier, MPI_Bcast from rank 0 (with whatever algorithm the MPI was
+    told to use, e.g. Open MPI's ``coll_tuned_bcast_algorithm``), a barrier,
+    then every other rank sends ``segsize`` bytes to rank 0, which receives
+    them with MPI_Irecv from each and waits (the flat gather without
+    synchronization). Timed on the root from just before the broadcast to
+    the last receive (paper 004 section 6). Statistics at rank 0.
+    """
+    size, rank = comm.Get_size(), comm.Get_rank()
+    buf = _buffer(nbytes)
+    seg = _buffer(segsize)
+    gathered = np.zeros((max(size - 1, 1), segsize), dtype=np.uint8)
+
+    def experiments(count: int, out: list[float] | None) -> None:
+        for _ in range(count):
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            comm.Bcast([buf, MPI.BYTE], root=0)
+            comm.Barrier()
+            if rank == 0:
+                MPI.Request.Waitall([comm.Irecv([gathered[i - 1], MPI.BYTE], source=i, tag=TAG)
+                                     for i in range(1, size)])
+            else:
+                comm.Send([seg, MPI.BYTE], dest=0, tag=TAG)
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append(t1 - t0)
+
+    return _adaptive(comm, experiments, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)

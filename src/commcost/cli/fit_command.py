@@ -1,4 +1,10 @@
-"""``commcost fit``: model parameters from a measurements CSV, with a fit report."""
+"""``commcost fit``: model parameters from a measurements CSV, with a fit report.
+
+Models: ``hockney``, ``loggp`` and ``taulop`` per channel from point-to-point
+rows (:mod:`commcost.calibration.from_measurements`), and ``ompi-bcast``,
+paper 004's gamma, Q and per-algorithm o, L from NBFT and broadcast + flat
+gather rows (:mod:`commcost.closedform.ompi_bcast_calibration`).
+"""
 
 from __future__ import annotations
 
@@ -10,25 +16,32 @@ from pathlib import Path
 from commcost.cli.main import OutputFormat, command
 from commcost.errors import InputError
 
+OMPI_BCAST = "ompi-bcast"
+
 
 def _configure(p: argparse.ArgumentParser) -> None:
     from commcost.calibration.from_measurements import FITTABLE
 
     p.add_argument("measurements", type=Path, help="measurements CSV (commcost calibrate / commcost import)")
-    p.add_argument("--model", required=True, choices=list(FITTABLE), help="model to fit")
+    p.add_argument("--model", required=True, choices=[*FITTABLE, OMPI_BCAST], help="model to fit")
     p.add_argument("-o", "--out", required=True, type=Path, help="parameter file to write (.toml)")
     p.add_argument("--transfers", action="append", default=[], metavar="CHANNEL=K",
                    help="transfers per transmission of a channel for tau-Lop (default shm=2, others 1)")
     p.add_argument("--benchmark", action="append", default=[], metavar="NAME",
                    help="fit only rows of this benchmark (repeat for several), e.g. osu_latency or imb_pingpong; "
                         "default: all but streaming and crossing ones (osu_bw, imb_pingping, ...)")
+    p.add_argument("--statistic", default="median", choices=["median", "mean"],
+                   help="per-point time to fit: the median over repetitions (robust, default; the mean where "
+                        "a row has no median) or the mean")
+    p.add_argument("--shm-channel", default="shm", help="ompi-bcast: the shared-memory channel's name (c = 0)")
+    p.add_argument("--network-channel", default="tcp", help="ompi-bcast: the network channel's name (c = 1)")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
 
 
 @command("fit", "fit model parameters from a measurements CSV and write a parameter file", _configure)
 def _fit(args: argparse.Namespace) -> int:
     from commcost.calibration.from_measurements import NOT_ONE_MESSAGE, benchmark_rows, fit_channels
-    from commcost.io.measurements import measurement_columns, read_measurements
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
     from commcost.io.params_file import write_params
 
     transfers = {}
@@ -40,7 +53,9 @@ def _fit(args: argparse.Namespace) -> int:
     rows = read_measurements(args.measurements)
     if not rows:
         raise InputError("no measurements in the file", source=str(args.measurements))
-    columns = measurement_columns(rows)
+    columns = fit_times(measurement_columns(rows), args.statistic)
+    if args.model == OMPI_BCAST:
+        return _fit_ompi_bcast(args, columns)
     try:
         left_out = benchmark_rows(columns, args.benchmark)[1]
         fits = fit_channels(columns, args.model, transfers, args.benchmark)
@@ -51,6 +66,7 @@ def _fit(args: argparse.Namespace) -> int:
         "fitted_from": str(args.measurements),
         "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model": args.model,
+        "statistic": args.statistic,
         "points": sum(f.npoints for f in fits),
         "benchmarks": benchmarks,
         "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
@@ -58,7 +74,13 @@ def _fit(args: argparse.Namespace) -> int:
         "quality": {f.channel: {"points": f.npoints, "mu_mean": f.report.get("mu_mean"),
                                 "mu_max": f.report.get("mu_max")} for f in fits},
     }
-    write_params(args.out, {args.model: {f.channel: f.params for f in fits}}, meta)
+    if args.model == "loggp":  # a ping-pong identifies G and 2o + L only: no [loggph] section a model could use
+        meta["loggp"] = {f.channel: f.params for f in fits}
+        meta["loggp_note"] = ("ping-pong times identify G and 2o + L only; o, L and g need a measured "
+                              "overhead and gap, so no [loggph] section is written")
+        write_params(args.out, {}, meta)
+    else:
+        write_params(args.out, {args.model: {f.channel: f.params for f in fits}}, meta)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"out": str(args.out), "meta": meta, "left_out": left_out,
                           "channels": {f.channel: {**f.report, "benchmarks": f.benchmarks} for f in fits}},
@@ -70,7 +92,54 @@ def _fit(args: argparse.Namespace) -> int:
         values = ", ".join(f"{k} = {v:.4g}" for k, v in f.params.items() if isinstance(v, float))
         print(f"  {f.channel:<8} {f.npoints:>5} points  {quality}  {values}")
         print(f"  {'':<8} from {', '.join(f'{b} ({n})' for b, n in f.benchmarks.items())}")
+        segments = f.report.get("segments", {}).get("segments", [])
+        for seg in segments if len(segments) > 1 else []:  # eager / rendezvous where the data breaks
+            lo, hi = seg["nbytes_range"]
+            print(f"           segment {lo:>9.0f} .. {hi:>9.0f} B  alpha = {seg['params']['alpha_s']:.4g}, "
+                  f"beta = {seg['params']['beta_s_per_byte']:.4g}, mu mean {seg['mu_mean']:.3f}")
     for name, count in left_out.items():
         why = NOT_ONE_MESSAGE.get(name, "not asked for with --benchmark")
         print(f"  left out: {count} rows of {name} ({why}; --benchmark {name} to fit them)")
+    if args.model == "loggp":
+        print(f"  note: {meta['loggp_note']}")
+    return 0
+
+
+def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
+    """Paper 004: gamma and Q from NBFT rows (eq. 14-15), o and L per algorithm from bcast+gather rows (eq. 16-19)."""
+    from commcost.closedform.ompi_bcast_calibration import calibrate_paper004
+    from commcost.closedform.ompi_bcast_model import SECTION
+    from commcost.io.params_file import write_params
+
+    try:
+        params, fits, report = calibrate_paper004(columns, shm=args.shm_channel, network=args.network_channel)
+    except InputError as exc:
+        raise exc.located(source=str(args.measurements)) from None
+    meta = {
+        "fitted_from": str(args.measurements),
+        "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model": SECTION, "method": "paper 004 section 5: gamma, Q from NBFTs (eq. 14-15); o, L per "
+                                    "algorithm from bcast + flat gather (eq. 16-19), Huber, relative residuals",
+        "statistic": args.statistic,
+        "points": sum(int(f.measured_s.size) for f in fits),
+        "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
+        "host": sorted({h for h in columns["host"].tolist() if h}),
+        "sources": report["sources"],
+        "quality": {a: {k: v for k, v in r.items() if k != "residuals_s"} for a, r in report["algorithms"].items()},
+    }
+    write_params(args.out, {SECTION: params.to_dict()}, meta)
+    if args.format == OutputFormat.JSON.value:
+        print(json.dumps({"out": str(args.out), "meta": meta, "params": params.to_dict(), "report": report},
+                         indent=2, default=float))
+        return 0
+    q = params.Q if len(params.Q) > 1 else params.Q[0]
+    print(f"{SECTION} fitted from {meta['points']} experiments of {args.measurements} -> {args.out}")
+    print(f"  gamma0 = {list(params.gamma0)}  gamma1 = {list(params.gamma1)}  Q = {q}")
+    for name, source in report["sources"].items():
+        print(f"    {name}: {source}")
+    for f in fits:
+        r = f.report()
+        print(f"  {f.algorithm:<18} {r['points']:>3} points  mu mean {r['mu_mean']:.3f}, median {r['mu_median']:.3f}, "
+              f"max {r['mu_max']:.3f}  "
+              f"o0 = {r['o0_s']:.3g}, o1 = {r['o1_s']:.3g}, L0 = {r['L0_s']:.3g}, L1 = {r['L1_s']:.3g}")
     return 0

@@ -226,7 +226,7 @@ def _predict_paper004(args: argparse.Namespace, case, chosen, given, mapping, pa
                                            if any(p.name == k for p in algorithm.params)})
         extra = {"fanout": values["fanout"]} if algorithm.name == "chain" else {}
         time_s = float(MODELLED[algorithm.name](case.nprocs, case.nbytes, values.get("segsize", 0), mapping,
-                                                params, root=case.root, **extra))
+                                                params.for_algorithm(algorithm.name), root=case.root, **extra))
         rows.append({"algorithm": algorithm.key, "id": algorithm.id, "params": values, "time_s": time_s,
                      "equation": f"paper 004 {EQUATIONS[algorithm.name]}"})
     header = {"collective": "bcast", "procs": case.nprocs, "nbytes": case.nbytes, "root": case.root,

@@ -1,13 +1,19 @@
-"""The process ``commcost calibrate`` starts under mpirun: measures ping-pong points into a CSV.
+"""The process ``commcost calibrate`` starts under mpirun: measures benchmark points into a CSV.
 
 ::
 
-    mpirun -np 2 python -m commcost.cli.mpi_worker --out m.csv --channel shm --sizes 1,4,16
+    mpirun -np 2 python -m commcost.cli.mpi_worker --out m.csv --channel shm \\
+        --benchmarks pingpong,ringtau --sizes 1,4,16 --deadline-s 20
 
 Rank 0 opens the measurements store, drops the points already stored (so a
 killed run resumes), broadcasts the list to every rank, and appends each
-point (fsynced) as soon as it is measured. Prints nothing on success; on an
-error, one line on stderr and ``MPI_Abort`` so that no rank is left waiting.
+point (fsynced) as soon as it is measured. With ``--deadline-s`` (seconds
+of measuring, counted once MPI is up) every point gets the time left
+divided by the points left (at most ``--point-budget``), and points not
+started by the deadline are left for a later run. ``--algorithm`` names the broadcast algorithm the launcher forced
+(``--mca coll_tuned_bcast_algorithm``), recorded in the rows. Prints
+nothing on success; on an error, one line on stderr and ``MPI_Abort`` so
+that no rank is left waiting.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+import time
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="commcost.cli.mpi_worker")
     p.add_argument("--out", required=True, help="measurements CSV to append to")
     p.add_argument("--channel", required=True, help="channel name to record (shm, tcp, ...)")
-    p.add_argument("--sizes", required=True, help="message sizes in bytes, comma-separated")
+    p.add_argument("--benchmarks", default="pingpong", help="comma-separated: pingpong,ringtau,nbft,bcast,hvpp")
+    p.add_argument("--sizes", required=True, help="ping-pong and Ring_tau message sizes in bytes, comma-separated")
+    p.add_argument("--algorithm", default="", help="name of the forced broadcast algorithm (bcast)")
+    p.add_argument("--deadline-s", type=float, default=None, help="seconds for the whole run")
     p.add_argument("--point-budget", type=float, default=1.0, help="seconds at most per point")
     p.add_argument("--min-reps", type=int, default=20)
     p.add_argument("--max-reps", type=int, default=1_000_000)
@@ -31,26 +41,53 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     except ValueError:
         p.error(f"--sizes: expected integers separated by commas, got {args.sizes!r}")
+    from commcost.calibration.plan import parse_benchmarks
+
+    try:
+        args.benchmarks = parse_benchmarks(args.benchmarks)
+    except ValueError as exc:
+        p.error(f"--benchmarks: {exc}")
     return args
+
+
+def _measure(bench, comm, point, opts: dict):
+    """Run one point's benchmark on every rank; statistics at rank 0."""
+    if point.benchmark == "pingpong":
+        return bench.pingpong(comm, point.nbytes, **opts)
+    if point.benchmark == "ring_tau":
+        return bench.ring_tau(comm, point.nbytes, point.tau, **opts)
+    if point.benchmark == "nbft":
+        return bench.nbft(comm, point.nprocs, point.nbytes, **opts)
+    if point.benchmark == "bcast_gather":
+        return bench.bcast_gather(comm, point.nbytes, point.segsize, **{**opts, "min_reps": min(opts["min_reps"], 10)})
+    if point.benchmark == "hvpp":
+        return bench.high_volume_pingpong(comm, point.nbytes, point.tau, reverse=point.algorithm == "reversed",
+                                          **{**opts, "min_reps": min(opts["min_reps"], 10)})
+    raise ValueError(f"no benchmark for {point.benchmark!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     from commcost.calibration import mpi_benchmarks as bench
+    from commcost.calibration.plan import run_points
     from commcost.io.measurements import Measurement, MeasurementStore, now_timestamp
 
     comm = bench.world()
-    rank = comm.Get_rank()
+    rank, size = comm.Get_rank(), comm.Get_size()
     try:
-        if comm.Get_size() < 2:
-            raise ValueError("the ping-pong needs at least 2 ranks; run under mpirun -np 2")
+        if size < 2:
+            raise ValueError("the benchmarks need at least 2 ranks; run under mpirun -np 2")
         mpi = bench.library_version()
         host = socket.gethostname()
+        points = [p for b in args.benchmarks
+                  for p in run_points(b, args.channel, size, args.sizes, algorithm=args.algorithm)]
 
-        def row(nbytes: int, stats: dict | None = None) -> Measurement:
+        def row(point, stats: dict | None = None) -> Measurement:
             stats = stats or {"mean": 0.0}
             return Measurement(
-                benchmark="pingpong", nprocs=2, nnodes=1, ppn=2, channel=args.channel, nbytes=nbytes,
+                benchmark=point.benchmark, collective=point.collective, algorithm=point.algorithm,
+                nprocs=point.nprocs, nnodes=1, ppn=point.nprocs, channel=point.channel, nbytes=point.nbytes,
+                segsize=point.segsize, tau=point.tau,
                 time_s_mean=stats["mean"], reps=stats.get("reps"), time_s_median=stats.get("median"),
                 time_s_min=stats.get("min"), time_s_max=stats.get("max"), time_s_std=stats.get("std"),
                 ci95_rel=stats.get("ci95_rel"), converged=stats.get("converged"), mpi=mpi, host=host,
@@ -60,13 +97,21 @@ def main(argv: list[str] | None = None) -> int:
         todo = None
         if rank == 0:
             store = MeasurementStore(args.out)
-            todo = [n for n in args.sizes if not store.has(row(n))]
+            todo = [p for p in points if not store.has(row(p))]
         todo = comm.bcast(todo, root=0)
-        for nbytes in todo:
-            stats = bench.pingpong(comm, nbytes, min_reps=args.min_reps, max_reps=args.max_reps,
-                                   time_budget_s=args.point_budget, target_ci_rel=args.target_ci)
+        started = time.monotonic()  # the deadline counts measuring time, not MPI's start-up
+        opts = {"min_reps": args.min_reps, "max_reps": args.max_reps, "target_ci_rel": args.target_ci}
+        for i, point in enumerate(todo):
+            budget = args.point_budget
+            if rank == 0 and args.deadline_s is not None:
+                left = args.deadline_s - (time.monotonic() - started)
+                budget = min(args.point_budget, left / (len(todo) - i)) if left > 0 else None
+            budget = comm.bcast(budget, root=0)
+            if budget is None:  # out of time: the rest is for a later run
+                break
+            stats = _measure(bench, comm, point, {**opts, "time_budget_s": max(budget, 0.0)})
             if rank == 0:
-                store.append(row(nbytes, stats))
+                store.append(row(point, stats))
         comm.Barrier()
     except Exception as exc:  # one line, then abort every rank
         print(f"commcost mpi_worker (rank {rank}): {exc}", file=sys.stderr, flush=True)

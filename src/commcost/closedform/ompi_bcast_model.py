@@ -129,7 +129,10 @@ class Paper004Params:
 
     ``gamma0``/``gamma1`` list gamma^c(P) for P = 2, 3, ... (so the first entry
     is 1 by definition, eq. 14). ``Q`` is one number, or a table over the sizes
-    ``Q_nbytes``. Times in seconds, sizes in bytes.
+    ``Q_nbytes``. Times in seconds, sizes in bytes. ``algorithms`` may hold
+    (o^0, o^1, L^0, L^1) fitted per algorithm (paper 004 section 5.2 and
+    Table 2: the values depend on the algorithm that uses the messages);
+    :meth:`for_algorithm` picks them, the top-level o and L are the default.
     """
 
     o0_s: float
@@ -142,8 +145,10 @@ class Paper004Params:
     Q_nbytes: tuple[float, ...] = ()
     ref_nbytes: float = DEFAULT_SEGSIZE
     gamma_beyond: GammaBeyond = GammaBeyond.LINEAR
+    algorithms: tuple[tuple[str, tuple[float, float, float, float]], ...] = ()
 
     def __post_init__(self) -> None:
+        self._check_algorithms()
         for name in ("o0_s", "o1_s", "L0_s", "L1_s"):
             object.__setattr__(self, name, _number(getattr(self, name), name))
         for name in ("gamma0", "gamma1"):
@@ -172,6 +177,32 @@ class Paper004Params:
             except ValueError:
                 known = ", ".join(repr(g.value) for g in GammaBeyond)
                 raise InputError(f"expected one of {known}, got {self.gamma_beyond!r}", where="gamma_beyond") from None
+
+    def _check_algorithms(self) -> None:
+        """``algorithms`` as sorted (name, (o^0, o^1, L^0, L^1)) pairs, from a dict of tables or pairs."""
+        given = self.algorithms
+        items = given.items() if isinstance(given, dict) else given
+        out = []
+        for name, theta in items:
+            if name not in MODELLED:
+                raise InputError(f"paper 004 models no bcast algorithm {name!r}; expected one of "
+                                 f"{', '.join(MODELLED)}", where=f"algorithms.{name}")
+            if isinstance(theta, dict):
+                unknown = set(theta) - {"o0_s", "o1_s", "L0_s", "L1_s"}
+                if unknown:
+                    raise InputError("unknown key; expected o0_s, o1_s, L0_s, L1_s",
+                                     where=f"algorithms.{name}.{sorted(unknown)[0]}")
+                theta = [theta.get(k, getattr(self, k)) for k in ("o0_s", "o1_s", "L0_s", "L1_s")]
+            if len(theta) != 4:
+                raise InputError("expected o0_s, o1_s, L0_s, L1_s", where=f"algorithms.{name}")
+            out.append((name, tuple(_number(v, f"algorithms.{name}.{k}")
+                                    for v, k in zip(theta, ("o0_s", "o1_s", "L0_s", "L1_s")))))
+        object.__setattr__(self, "algorithms", tuple(sorted(out)))
+
+    def for_algorithm(self, name: str) -> "Paper004Params":
+        """The parameters fitted for one algorithm (paper 004 Table 2) if the file has them, else these."""
+        theta = dict(self.algorithms).get(name)
+        return self if theta is None else replace(self.with_theta(theta), algorithms=())
 
     @property
     def theta(self) -> np.ndarray:
@@ -213,7 +244,8 @@ class Paper004Params:
             data = data[SECTION]
         if not isinstance(data, dict):
             raise InputError("expected a table of parameters", where=SECTION)
-        known = {"o0_s", "o1_s", "L0_s", "L1_s", "gamma0", "gamma1", "Q", "Q_nbytes", "ref_nbytes", "gamma_beyond"}
+        known = {"o0_s", "o1_s", "L0_s", "L1_s", "gamma0", "gamma1", "Q", "Q_nbytes", "ref_nbytes", "gamma_beyond",
+                 "algorithms"}
         for key in data:
             if key not in known:
                 raise InputError(f"unknown key; expected one of {', '.join(sorted(known))}", where=f"{SECTION}.{key}")
@@ -236,6 +268,9 @@ class Paper004Params:
         }
         if self.Q_nbytes:
             out["Q_nbytes"] = list(self.Q_nbytes)
+        if self.algorithms:
+            out["algorithms"] = {name: dict(zip(("o0_s", "o1_s", "L0_s", "L1_s"), theta))
+                                 for name, theta in self.algorithms}
         return out
 
 
@@ -643,14 +678,28 @@ def fit_taulop(measurements: Iterable[Measurement | tuple], params: Paper004Para
 
     ``nodes`` places the first P ranks of every experiment (ranks per node, or a node per rank).
     """
-    from scipy.optimize import least_squares, lsq_linear
-
     rows = [Measurement(*m) for m in measurements]
     if not rows:
         raise InputError("no measurements to fit", where="measurements")
     design = np.array([experiment_coefficients(r.algorithm, int(r.nprocs), r.nbytes, segsize, nodes, params,
                                                root=root, fanout=fanout, gather=gather) for r in rows])
     times = np.array([_number(r.time_s, f"measurements[{i}].time_s") for i, r in enumerate(rows)])
+    return fit_design(design, times, params, loss=loss)
+
+
+def fit_design(design: np.ndarray, times: np.ndarray, params: Paper004Params, *,
+               loss: FitLoss = FitLoss.LINEAR) -> TaulopFit:
+    """Solve eq. 19, ``design @ (o^0, o^1, L^0, L^1) = times`` with o, L >= 0, gamma and Q of ``params`` kept.
+
+    ``design`` holds one row lambda_1..4 per experiment (:func:`experiment_coefficients`),
+    so experiments of several placements can be fitted together. Least
+    squares, or the Huber loss (paper 004 section 6, its ref [18]) with
+    f_scale = 1.35 sigma, sigma = 1.4826 MAD of the least-squares residuals.
+    """
+    from scipy.optimize import least_squares, lsq_linear
+
+    design = np.asarray(design, dtype=np.float64)
+    times = np.asarray(times, dtype=np.float64)
     scale = np.linalg.norm(design, axis=0)
     used = scale > 0  # a column of zeros (say o^0 with no shared-memory message) stays 0
     a = design[:, used] / scale[used]

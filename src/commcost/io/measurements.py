@@ -259,6 +259,26 @@ def measurement_columns(rows: Iterable[Measurement]) -> dict[str, np.ndarray]:
     return out
 
 
+STATISTICS = ("median", "mean")
+
+
+def fit_times(columns: dict[str, np.ndarray], statistic: str = "median") -> dict[str, np.ndarray]:
+    """The columns with ``time_s_mean`` replaced by the per-point time the fits should use.
+
+    ``median``: the median over repetitions where a row has one, else its
+    mean. The median is the robust choice on a shared machine: a few
+    repetitions preempted by another process (a whole scheduler time slice,
+    milliseconds) move a mean by orders of magnitude and a median not at
+    all. ``mean``: the columns unchanged. The fits read ``time_s_mean``.
+    """
+    if statistic not in STATISTICS:
+        raise InputError(f"expected one of {', '.join(STATISTICS)}, got {statistic!r}", where="--statistic")
+    if statistic == "mean":
+        return columns
+    median = columns["time_s_median"]
+    return {**columns, "time_s_mean": np.where(np.isfinite(median) & (median > 0), median, columns["time_s_mean"])}
+
+
 # ---------------------------------------------------------------- the store
 
 
