@@ -1,0 +1,59 @@
+"""`commcost tune` end to end on the embedded Open MPI: calibrate, fit, select, write rules that Open MPI runs."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import ompi_monitoring
+from commcost.cli.main import main
+from commcost.collectives import Case, Collective, build, find
+from commcost.io.ompi_rules_read import read_ompi_rules
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or not ompi_monitoring.available(),
+                                reason="needs mpi4py and the embedded Open MPI")
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("tune")
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["tune", "--procs", "2", "--budget", "90", "--out", str(out), "--select-procs", "2..16",
+                     "--ppn", "2", "--sizes", "1..1MiB", "--quiet"])
+    assert code == 0, buffer.getvalue()
+    return out, buffer.getvalue()
+
+
+def test_tune_writes_measurements_parameters_rules_map_and_a_report(tuned):
+    out, report = tuned
+    for name in ("measurements.csv", "params.toml", "platform.toml", "ompi-rules.conf", "ompi-rules.json",
+                 "bcast-ompi-map.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "ompi-rules.conf").read_text().startswith("rule-file-version-2")
+    assert "best algorithm by taulop" in report or "best algorithm by hockney" in report
+    assert "Open MPI default" in report and "coll_tuned_dynamic_rules_filename" in report
+    rules = read_ompi_rules(out / "ompi-rules.conf")
+    assert rules.decide_call(Collective.BCAST, 2, 1024) is not None
+
+
+@pytest.mark.parametrize("nbytes", [64, 300_000])
+def test_open_mpi_runs_what_the_tuned_file_says(tuned, nbytes):
+    """On 2 ranks with the tuned file, the messages Open MPI sends are those of the rule's algorithm."""
+    out, _ = tuned
+    rule = read_ompi_rules(out / "ompi-rules.conf").decide_call(Collective.BCAST, 2, nbytes)
+    assert rule is not None and rule.alg > 0
+    params = {"segsize": rule.segsize} if rule.segsize else {}
+    algorithm = find(Collective.BCAST, str(rule.alg))
+    params = {k: v for k, v in params.items() if any(p.name == k for p in algorithm.params)}
+    if algorithm.name == "chain" and rule.faninout:
+        params["fanout"] = rule.faninout
+    expected = ompi_monitoring.traffic_of_schedule(build(algorithm, Case(Collective.BCAST, 2, nbytes), params).schedule)
+    seen = ompi_monitoring.run_monitored("bcast", 2, nbytes, mca={
+        "coll_tuned_use_dynamic_rules": "1", "coll_tuned_dynamic_rules_filename": str(out / "ompi-rules.conf")})
+    assert seen == expected
