@@ -30,6 +30,21 @@ def cluster(nnodes: int, ppn: int) -> Platform:
                      Channel("ib", 1, "world", ("ib",), ContentionScope.NODE)))
 
 
+def assert_priced_alike(compact, steps, platform: Platform, mapping: Mapping) -> None:
+    """Under every model, a compact (repeated) schedule and its step-by-step build give the same time,
+    per-rank times and channel counts, bytes and times."""
+    for name in MODELS:
+        model = MODELS[name](PARAMS.for_model(name)) if name != "taulop" else TauLop(two_channel_params())
+        a = model.price(PlacedSchedule.of(compact, platform, mapping))
+        b = model.price(PlacedSchedule.of(steps, platform, mapping))
+        assert a.time_s == pytest.approx(b.time_s, rel=1e-12), name
+        assert model.total_time_s(PlacedSchedule.of(compact, platform, mapping)) == pytest.approx(a.time_s, 1e-12)
+        assert np.allclose(a.rank_time_s, b.rank_time_s, rtol=1e-12), name
+        assert a.channel_count == b.channel_count and a.channel_nbytes == b.channel_nbytes, name
+        for ch in a.channel_time_s:
+            assert a.channel_time_s[ch] == pytest.approx(b.channel_time_s[ch], rel=1e-12), (name, ch)
+
+
 @pytest.mark.parametrize("nprocs", [2, 5, 8, 13, 32])
 def test_the_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
     """scatter_allgather_ring with equal blocks stores its P - 1 steps as one phase run P - 1 times."""
@@ -42,16 +57,7 @@ def test_the_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
     assert compact.phases_run == steps.phases_run
     platform = cluster(4, 4)
     mapping = Mapping.round_robin(platform, nprocs)
-    for name in MODELS:
-        model = MODELS[name](PARAMS.for_model(name)) if name != "taulop" else TauLop(two_channel_params())
-        a = model.price(PlacedSchedule.of(compact, platform, mapping))
-        b = model.price(PlacedSchedule.of(steps, platform, mapping))
-        assert a.time_s == pytest.approx(b.time_s, rel=1e-12), name
-        assert model.total_time_s(PlacedSchedule.of(compact, platform, mapping)) == pytest.approx(a.time_s, 1e-12)
-        assert np.allclose(a.rank_time_s, b.rank_time_s, rtol=1e-12), name
-        assert a.channel_count == b.channel_count and a.channel_nbytes == b.channel_nbytes, name
-        for ch in a.channel_time_s:
-            assert a.channel_time_s[ch] == pytest.approx(b.channel_time_s[ch], rel=1e-12), (name, ch)
+    assert_priced_alike(compact, steps, platform, mapping)
     taulop = TauLop(two_channel_params())
     f_compact = taulop.price(PlacedSchedule.of(compact, platform, mapping), explain=True).explain
     f_steps = taulop.price(PlacedSchedule.of(steps, platform, mapping), explain=True).explain

@@ -25,11 +25,16 @@ def cluster(nnodes: int, ppn: int) -> Platform:
 @pytest.mark.parametrize("algorithm", [a for a in algorithms() if a.scales is not None], ids=lambda a: a.key)
 def test_scale_units_are_true(algorithm):
     """Whenever an algorithm names a size n0, the schedule for n is the n0 schedule with sizes times n / n0."""
-    for values in ({}, {"segsize": 1000}, {"segsize": 8}):
+    for values in ({}, {"segsize": 1000}, {"segsize": 8}, {"segsize": 1},
+                   {"bcast": 4, "gather": 3, "reduce": 2, "max_requests": 3, "fanout": 2},
+                   {"bcast": 9, "gather": 2, "reduce": 7}):
         values = {k: v for k, v in values.items() if any(p.name == k for p in algorithm.params)}
-        for nprocs in (2, 7, 32, 33):
+        for nprocs in (2, 3, 7, 12, 32, 33):
+            if not algorithm.supports(nprocs):
+                continue
             root = nprocs // 2
-            for nbytes in (1, 2, 3, 6, 8, 31, 32, 64, 66, 1000, 1024, 4096, 3 * 33 * 64, 1 << 20):
+            for nbytes in (1, 2, 3, 5, 6, 8, 31, 32, 64, 66, 96, 120, 1000, 1024, 1344, 4096, 3 * 33 * 64,
+                           1 << 20):
                 unit = algorithm.scale_unit(algorithm.resolve_params(values), nprocs, nbytes)
                 if unit is None:
                     continue

@@ -35,7 +35,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import find, register
+from commcost.collectives.registry import composite_unit, find, register, whole_blocks
 from commcost.collectives.scatter_gather import send_block_runs
 from commcost.schedule.schedule import SendMode
 
@@ -74,7 +74,7 @@ def _k_bruck(rec: Recorder, case: Case, radix: int) -> None:
           "Bruck's algorithm with radix k (Open MPI 6's id 2, not in 5.0.x): ceil(log_k P) rounds of k-1 "
           "posted sends of growing runs of blocks",
           params=(Param("radix", 2, "k (Open MPI 6's faninout, coll_tuned_allgather_algorithm_tree_fanout "
-                                    "when forced)", minimum=2),))
+                                    "when forced)", minimum=2),), scales=whole_blocks)
 def bruck_k_fanout(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_k_bruck`` (coll_base_allgather.c of Open MPI main, not 5.0.x).
 
@@ -86,7 +86,7 @@ def bruck_k_fanout(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
 
 @register(Collective.ALLGATHER, "ompi", "bruck",
           "Bruck's algorithm: ceil(log2 P) sendrecvs of 1, 2, 4, ... blocks (the last one the rest) "
-          "at distances 1, 2, 4, ...", id=2)
+          "at distances 1, 2, 4, ...", id=2, scales=whole_blocks)
 def bruck(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allgather id 2; source ``ompi_coll_base_allgather_intra_bruck`` (coll_base_allgather.c).
 
@@ -99,6 +99,13 @@ def bruck(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     _k_bruck(rec, case, 2)
 
 
+def _linear_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """linear is a gather of n-byte blocks and a bcast of ``P n`` bytes: it scales from 1 byte when both
+    parts do (:func:`.registry.composite_unit`), e.g. the default basic_linear gather and bcast."""
+    return composite_unit(nprocs, nbytes, ((Collective.GATHER, str(params["gather"]), 1),
+                                           (Collective.BCAST, str(params["bcast"]), nprocs)))
+
+
 @register(Collective.ALLGATHER, "ompi", "linear",
           "MPI_Gather to rank 0, then MPI_Bcast of all P blocks from rank 0 (through the collectives "
           "the communicator runs)",
@@ -106,7 +113,7 @@ def bruck(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
                                      "decision; 1 basic_linear, 2 binomial, 3 linear_sync)", minimum=1),
                   Param("bcast", 1, "Open MPI bcast id the bcast runs, unsegmented (1 basic_linear ... "
                                     "9 scatter_allgather_ring)", minimum=1)),
-          id=1)
+          id=1, scales=_linear_unit)
 def linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allgather id 1; source ``ompi_coll_base_allgather_intra_basic_linear`` (coll_base_allgather.c).
 
@@ -128,7 +135,7 @@ def linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.ALLGATHER, "ompi", "two_proc",
           "two ranks swap their blocks with one sendrecv (Open MPI refuses any other P)", id=6,
-          nprocs_ok=lambda p: p == 2)
+          nprocs_ok=lambda p: p == 2, scales=whole_blocks)
 def two_proc(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allgather id 6; source ``ompi_coll_base_allgather_intra_two_procs`` (coll_base_allgather.c).
 
@@ -142,7 +149,7 @@ def two_proc(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.ALLGATHER, "ompi", "recursive_doubling",
           "log2 P pairwise exchanges with rank ^ 2^i of doubling runs of blocks "
-          "(non-power-of-two P: Open MPI falls back to Bruck)", id=3)
+          "(non-power-of-two P: Open MPI falls back to Bruck)", id=3, scales=whole_blocks)
 def recursive_doubling(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_recursivedoubling`` (coll_base_allgather.c).
 
@@ -168,9 +175,17 @@ def recursive_doubling(rec: Recorder, case: Case, params: Mapping[str, int]) -> 
 
 
 def _ring(rec: Recorder, case: Case) -> None:
-    """The ring's P-1 steps: in step i rank r sends block ``r - i`` to ``r + 1``."""
+    """The ring's P-1 steps: in step i rank r sends block ``r - i`` to ``r + 1``.
+
+    Every step is the same transmissions (each rank n bytes to its right neighbour; only which block
+    differs), so unless payloads are kept they are stored once as a phase run P-1 times.
+    """
     p, n = case.nprocs, case.nbytes
     r = _ranks(case)
+    if rec.compact:
+        rec.phase(f"ring steps 1..{p - 1}", SendMode.POSTED, repeat=p - 1)
+        rec.sends(r, (r + 1) % p, r * n, (r + 1) * n)
+        return
     for i in range(p - 1):
         block = (r - i) % p
         rec.phase(f"ring step {i + 1}", SendMode.POSTED)
@@ -178,7 +193,8 @@ def _ring(rec: Recorder, case: Case) -> None:
 
 
 @register(Collective.ALLGATHER, "ompi", "ring",
-          "P-1 steps; in each every rank passes the block it received last to its right neighbour", id=4)
+          "P-1 steps; in each every rank passes the block it received last to its right neighbour", id=4,
+          scales=whole_blocks)
 def ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_ring`` (coll_base_allgather.c): P-1 phases of P sendrecvs of one block."""
     _ring(rec, case)
@@ -186,7 +202,7 @@ def ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.ALLGATHER, "ompi", "neighbor",
           "neighbor exchange (Chen et al.): P/2 steps alternating between the two neighbours "
-          "(odd P: Open MPI falls back to the ring)", id=5)
+          "(odd P: Open MPI falls back to the ring)", id=5, scales=whole_blocks)
 def neighbor_exchange(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_neighborexchange`` (coll_base_allgather.c).
 
@@ -220,7 +236,7 @@ def neighbor_exchange(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
 
 @register(Collective.ALLGATHER, "ompi", "sparbit",
           "Sparbit (Loch & Koslovski): ceil(log2 P) steps at halving distances, one message per block",
-          id=7)
+          id=7, scales=whole_blocks)
 def sparbit(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_intra_sparbit`` (coll_base_allgather.c).
 
@@ -249,7 +265,8 @@ def sparbit(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 
 @register(Collective.ALLGATHER, "generic", "direct-messaging",
-          "every rank posts its block to every other rank at once (Open MPI 6's id 8, not in 5.0.x)")
+          "every rank posts its block to every other rank at once (Open MPI 6's id 8, not in 5.0.x)",
+          scales=whole_blocks)
 def direct_messaging(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_allgather_direct_messaging`` (coll_base_allgather.c of Open MPI main): one phase,
     P (P-1) posted sends.

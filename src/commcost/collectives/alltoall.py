@@ -20,7 +20,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Range, Recorder
-from commcost.collectives.registry import register
+from commcost.collectives.registry import register, whole_blocks
 from commcost.schedule.schedule import SendMode
 
 
@@ -30,7 +30,7 @@ def block_start(nprocs: int, nbytes: int, src: np.ndarray, dst: np.ndarray) -> n
 
 
 @register(Collective.ALLTOALL, "ompi", "linear",
-          "every rank posts all its receives and sends at once (Isend/Irecv + Waitall)", id=1)
+          "every rank posts all its receives and sends at once (Isend/Irecv + Waitall)", id=1, scales=whole_blocks)
 def alltoall_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_alltoall_intra_basic_linear`` (coll_base_alltoall.c).
 
@@ -49,7 +49,7 @@ def alltoall_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
 
 
 @register(Collective.ALLTOALL, "ompi", "pairwise",
-          "P-1 steps; at step k rank r sends to r+k and receives from r-k", id=2)
+          "P-1 steps; at step k rank r sends to r+k and receives from r-k", id=2, scales=whole_blocks)
 def alltoall_pairwise(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_alltoall_intra_pairwise`` (coll_base_alltoall.c).
 
@@ -87,7 +87,8 @@ def bruck_payload(nprocs: int, nbytes: int, rank: int, distance: int) -> list[Ra
 
 
 @register(Collective.ALLTOALL, "ompi", "modified_bruck",
-          "Bruck's log-step alltoall: at distance d send the blocks whose rotated index has bit d", id=3)
+          "Bruck's log-step alltoall: at distance d send the blocks whose rotated index has bit d", id=3,
+          scales=whole_blocks)
 def alltoall_modified_bruck(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_alltoall_intra_bruck`` (coll_base_alltoall.c), id 3 "modified_bruck".
 
@@ -117,7 +118,8 @@ def alltoall_modified_bruck(rec: Recorder, case: Case, params: Mapping[str, int]
 @register(Collective.ALLTOALL, "ompi", "linear_sync",
           "like linear, but at most max_requests sends (and receives) outstanding per rank",
           params=(Param("max_requests", 0, "coll_tuned_alltoall_algorithm_max_requests: outstanding sends "
-                                           "per rank (0, or P-1 and more: all at once)"),), id=4)
+                                           "per rank (0, or P-1 and more: all at once)"),), id=4,
+          scales=whole_blocks)
 def alltoall_linear_sync(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's alltoall id 4; source ``ompi_coll_base_alltoall_intra_linear_sync`` (coll_base_alltoall.c).
 
@@ -145,7 +147,7 @@ def alltoall_linear_sync(rec: Recorder, case: Case, params: Mapping[str, int]) -
 
 @register(Collective.ALLTOALL, "ompi", "two_proc",
           "two ranks swap their blocks for each other with one sendrecv (Open MPI refuses any other P)",
-          id=5, nprocs_ok=lambda p: p == 2)
+          id=5, nprocs_ok=lambda p: p == 2, scales=whole_blocks)
 def alltoall_two_proc(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's alltoall id 5; source ``ompi_coll_base_alltoall_intra_two_procs`` (coll_base_alltoall.c).
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register
+from commcost.collectives.registry import register, whole_blocks
 from commcost.errors import InputError
 from commcost.schedule.schedule import SendMode
 
@@ -61,11 +61,25 @@ def scatter_size(case: Case) -> int:
     return -(-case.nbytes // case.nprocs)
 
 
+def _chunk_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """Scatter-allgather: when P divides n every chunk is n/P bytes and every transmission whole chunks,
+    so the P-byte schedule scales. Otherwise (short or empty last chunks, n < P) no unit."""
+    return nprocs if nbytes % nprocs == 0 else None
+
+
+def _one_chunk(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """pipelined_tree is the tree of one chunk when ``segsize`` is 0 or at least n: the 1-byte schedule
+    scaled. Several chunks: their count depends on n, no unit."""
+    segsize = params.get("segsize", 0)
+    return 1 if segsize <= 0 or nbytes <= segsize else None
+
+
 # ---------------------------------------------------------------------------------------------- binomial
 
 
 @register(Collective.BCAST, "mpich", "binomial",
-          "binomial tree on relative ranks; each rank forwards the whole message down its subtree")
+          "binomial tree on relative ranks; each rank forwards the whole message down its subtree",
+          scales=whole_blocks)
 def binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``MPIR_Bcast_intra_binomial`` (bcast_intra_binomial.c).
 
@@ -115,7 +129,7 @@ def _own_chunk_size(case: Case) -> np.ndarray:
 
 
 @register(Collective.BCAST, "mpich", "scatter_recursive_doubling_allgather",
-          "binomial scatter of ceil(n/P)-byte chunks, then a recursive-doubling allgather")
+          "binomial scatter of ceil(n/P)-byte chunks, then a recursive-doubling allgather", scales=_chunk_unit)
 def scatter_recursive_doubling_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``MPIR_Bcast_intra_scatter_recursive_doubling_allgather`` (same-named .c file).
 
@@ -189,7 +203,8 @@ def _halving(rec: Recorder, case: Case, mask: int, i: int, short: np.ndarray, my
 
 
 @register(Collective.BCAST, "mpich", "scatter_ring_allgather",
-          "binomial scatter of ceil(n/P)-byte chunks, then a ring allgather (P-1 sendrecv steps)")
+          "binomial scatter of ceil(n/P)-byte chunks, then a ring allgather (P-1 sendrecv steps)",
+          scales=_chunk_unit)
 def scatter_ring_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``MPIR_Bcast_intra_scatter_ring_allgather`` (same-named .c file).
 
@@ -197,6 +212,8 @@ def scatter_ring_allgather(rec: Recorder, case: Case, params: Mapping[str, int])
     it received in the previous step (its own first), and receives from
     ``rank - 1``: in step i rank r passes the chunk of relative rank
     ``r - root - (i - 1)``. Empty chunks are still exchanged (0 bytes).
+    When P divides n the chunks are equal and, unless payloads are kept,
+    the P-1 steps are stored once as a phase run P-1 times.
     """
     p, n = case.nprocs, case.nbytes
     if n == 0:
@@ -204,6 +221,11 @@ def scatter_ring_allgather(rec: Recorder, case: Case, params: Mapping[str, int])
     _scatter_for_bcast(rec, case)
     s = scatter_size(case)
     r = np.arange(p, dtype=np.int64)
+    if rec.compact and n % p == 0:  # equal chunks: every step is the same transmissions
+        start = ((r - case.root) % p) * s
+        rec.phase(f"ring steps 1..{p - 1}", SendMode.POSTED, repeat=p - 1)
+        rec.sends(r, (r + 1) % p, start, start + s)
+        return
     for i in range(1, p):
         start = np.minimum(((r - case.root - (i - 1)) % p) * s, n)
         rec.phase(f"ring step {i}", SendMode.POSTED)
@@ -351,7 +373,8 @@ def _tree_bcast(rec: Recorder, case: Case, params: Mapping[str, int], bounds: np
 
 
 @register(Collective.BCAST, "mpich", "tree",
-          "the whole message down a k-ary (default, k=2) or k-nomial tree", params=TREE_PARAMS)
+          "the whole message down a k-ary (default, k=2) or k-nomial tree", params=TREE_PARAMS,
+          scales=whole_blocks)
 def tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``MPIR_Bcast_intra_tree`` (bcast_intra_tree.c) with the kary/knomial trees of treeutil.c.
 
@@ -377,7 +400,7 @@ def pipeline_chunks(nbytes: int, chunk_size: int) -> np.ndarray:
 @register(Collective.BCAST, "mpich", "pipelined_tree",
           "the message in chunks (default 8192 bytes) pipelined down a k-ary or k-nomial tree",
           params=TREE_PARAMS + (Param("segsize", 8192, "MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE: chunk "
-                                                       "bytes (<= 0 or >= n: one chunk)"),))
+                                                       "bytes (<= 0 or >= n: one chunk)"),), scales=_one_chunk)
 def pipelined_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``MPIR_Bcast_intra_pipelined_tree`` (bcast_intra_pipelined_tree.c).
 

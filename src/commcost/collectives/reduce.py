@@ -30,7 +30,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import find, register
+from commcost.collectives.registry import composite_unit, find, register, whole_blocks
 from commcost.collectives.segments import block_bounds, segment_bounds
 from commcost.collectives.trees import Tree, build_chain, build_in_order_bintree, build_tree, to_ranks
 from commcost.schedule.schedule import SendMode
@@ -49,11 +49,55 @@ def ceil_log2(nprocs: int) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# scale units (see :meth:`.registry.Algorithm.scale_unit`; each is checked by tests/test_selection_grid.py)
+# --------------------------------------------------------------------------------------------
+
+def _unsegmented(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """A tree reduce sends the whole vector up every edge when it is one segment (``segsize`` 0, or at
+    least n): the 1-byte schedule scaled. More segments: their count depends on n, no unit."""
+    segsize = params.get("segsize", 0)
+    return 1 if segsize <= 0 or nbytes <= segsize else None
+
+
+def _pof2_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """Rabenseifner (reduce and allreduce): below p' bytes the linear fallback (whole vectors, from 1 byte);
+    when p' divides n every halving (and the fold's halves) is exact, so the p'-byte schedule scales."""
+    pof2 = floor_pof2(nprocs)
+    if nbytes < pof2:
+        return 1
+    return pof2 if nbytes % pof2 == 0 else None
+
+
+def _ring_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """The ring allreduce: recursive doubling (whole vectors, from 1 byte) when n < P; P equal blocks (from
+    P bytes) when P divides n; else blocks of two sizes, no unit."""
+    if nbytes < nprocs:
+        return 1
+    return nprocs if nbytes % nprocs == 0 else None
+
+
+def _segmented_ring_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """segmented_ring runs the ring when n < P segcount, i.e. ``segsize`` 0 or n < P segsize; its unit u
+    (at most n) then runs the ring too, so the ring's unit holds. Segmented rounds: no unit."""
+    segsize = params.get("segsize", 0)
+    if segsize <= 0 or nbytes < nprocs * segsize:
+        return _ring_unit(params, nprocs, nbytes)
+    return None
+
+
+def _nonoverlapping_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """A reduce then a bcast of n bytes, each with its defaults: from 1 byte when both scale from 1."""
+    return composite_unit(nprocs, nbytes, ((Collective.REDUCE, str(params["reduce"]), 1),
+                                           (Collective.BCAST, str(params["bcast"]), 1)))
+
+
+# --------------------------------------------------------------------------------------------
 # reduce
 # --------------------------------------------------------------------------------------------
 
 @register(Collective.REDUCE, "ompi", "linear",
-          "every rank sends its whole vector to the root, which reduces them one by one", id=1)
+          "every rank sends its whole vector to the root, which reduces them one by one", id=1,
+          scales=whole_blocks)
 def reduce_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_reduce_intra_basic_linear`` (coll_base_reduce.c).
 
@@ -84,7 +128,7 @@ def in_order_binomial_senders(nprocs: int, bit: int) -> np.ndarray:
           "segmented reduce up Open MPI's in-order binomial tree; a parent takes its children in order",
           params=(Param("segsize", 0, "segment size in bytes (0: no segmentation); "
                                       "coll_tuned_reduce_algorithm_segmentsize, 0 by default"),),
-          id=5)
+          id=5, scales=_unsegmented)
 def reduce_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_reduce_intra_binomial`` (coll_base_reduce.c).
 
@@ -179,7 +223,7 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
           "segmented reduce up `fanout` chains into the root (build_chain)",
           params=(SEGSIZE, Param("fanout", 4, "chains into the root; coll_tuned_reduce_algorithm_chain_fanout "
                                               "(4); Open MPI's fixed decision passes 0, which acts as 1",
-                                 minimum=1)), id=2)
+                                 minimum=1)), id=2, scales=_unsegmented)
 def reduce_chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 2; source ``ompi_coll_base_reduce_intra_chain`` (coll_base_reduce.c).
 
@@ -191,7 +235,8 @@ def reduce_chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 
 @register(Collective.REDUCE, "ompi", "pipeline",
-          "segmented reduce along one chain 0 <- 1 <- ... <- P-1 (virtual ranks)", params=(SEGSIZE,), id=3)
+          "segmented reduce along one chain 0 <- 1 <- ... <- P-1 (virtual ranks)", params=(SEGSIZE,), id=3,
+          scales=_unsegmented)
 def reduce_pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 3; source ``ompi_coll_base_reduce_intra_pipeline`` (coll_base_reduce.c).
 
@@ -202,7 +247,8 @@ def reduce_pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
 
 
 @register(Collective.REDUCE, "ompi", "binary",
-          "segmented reduce up the binary tree (build_tree, fanout 2)", params=(SEGSIZE,), id=4)
+          "segmented reduce up the binary tree (build_tree, fanout 2)", params=(SEGSIZE,), id=4,
+          scales=_unsegmented)
 def reduce_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 4; source ``ompi_coll_base_reduce_intra_binary`` (coll_base_reduce.c).
 
@@ -214,7 +260,7 @@ def reduce_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.REDUCE, "ompi", "in-order_binary",
           "segmented reduce up the in-order binary tree rooted at rank P-1, which then sends the result "
-          "to the root", params=(SEGSIZE,), id=6)
+          "to the root", params=(SEGSIZE,), id=6, scales=_unsegmented)
 def reduce_in_order_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 6; source ``ompi_coll_base_reduce_intra_in_order_binary`` (coll_base_reduce.c).
 
@@ -232,7 +278,7 @@ def reduce_in_order_binary(rec: Recorder, case: Case, params: Mapping[str, int])
 
 @register(Collective.REDUCE, "ompi", "rabenseifner",
           "reduce-scatter by recursive halving, then a binomial gather of the pieces to the root "
-          "(linear if n < 2^floor(log2 P))", id=7)
+          "(linear if n < 2^floor(log2 P))", id=7, scales=_pof2_unit)
 def reduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 7; source ``ompi_coll_base_reduce_intra_redscat_gather`` (coll_base_reduce.c).
 
@@ -314,7 +360,8 @@ def recursive_doubling(rec: Recorder, nprocs: int, nbytes: int) -> None:
 
 
 @register(Collective.ALLREDUCE, "ompi", "recursive_doubling",
-          "exchange whole vectors at distances 1, 2, 4, ...; extra ranks fold into partners first", id=3)
+          "exchange whole vectors at distances 1, 2, 4, ...; extra ranks fold into partners first", id=3,
+          scales=whole_blocks)
 def allreduce_recursive_doubling(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_allreduce_intra_recursivedoubling`` (see :func:`recursive_doubling`)."""
     recursive_doubling(rec, case.nprocs, case.nbytes)
@@ -322,7 +369,7 @@ def allreduce_recursive_doubling(rec: Recorder, case: Case, params: Mapping[str,
 
 @register(Collective.ALLREDUCE, "ompi", "ring",
           "ring reduce-scatter then ring allgather over P nearly equal blocks (recursive doubling if n < P)",
-          id=4)
+          id=4, scales=_ring_unit)
 def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_allreduce_intra_ring`` (coll_base_allreduce.c).
 
@@ -334,7 +381,9 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
     (r + 1 - k) mod P to rank r+1, which stores it. 2(P-1) phases.
 
     Like the library, a message of fewer bytes than ranks (count < P)
-    runs the recursive-doubling algorithm instead.
+    runs the recursive-doubling algorithm instead. When P divides n the
+    blocks are equal, every step of a half is the same transmissions, and
+    unless payloads are kept each half is stored as one phase run P-1 times.
     """
     p, n = case.nprocs, case.nbytes
     if p == 1:
@@ -345,6 +394,14 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
     bounds = block_bounds(n, p)
     ranks = np.arange(p, dtype=np.int64)
     right = (ranks + 1) % p
+    if rec.compact and n % p == 0:
+        # equal blocks: the P-1 steps of each half are the same transmissions (n/P bytes to r+1)
+        rec.phase(f"reduce-scatter steps 0..{p - 2}", SEQ, repeat=p - 1)
+        rec.sends(ranks, right, bounds[ranks], bounds[ranks + 1], combine=True)
+        block = (ranks + 1) % p
+        rec.phase(f"allgather steps 0..{p - 2}", SEQ, repeat=p - 1)
+        rec.sends(ranks, right, bounds[block], bounds[block + 1], combine=False)
+        return
     for k in range(p - 1):
         block = (ranks - k) % p
         rec.phase(f"reduce-scatter step {k}", SEQ)
@@ -414,7 +471,7 @@ def _reduce_scatter_halving(rec: Recorder, real: np.ndarray,
 
 @register(Collective.ALLREDUCE, "ompi", "rabenseifner",
           "reduce-scatter by recursive halving, allgather by recursive doubling; extra ranks fold by halves",
-          id=6)
+          id=6, scales=_pof2_unit)
 def allreduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_allreduce_intra_redscat_allgather`` (coll_base_allreduce.c).
 
@@ -464,7 +521,7 @@ def allreduce_rabenseifner(rec: Recorder, case: Case, params: Mapping[str, int])
 
 
 @register(Collective.ALLREDUCE, "ompi", "basic_linear",
-          "linear reduce to rank 0, then linear bcast from rank 0", id=1)
+          "linear reduce to rank 0, then linear bcast from rank 0", id=1, scales=whole_blocks)
 def allreduce_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allreduce id 1; source ``ompi_coll_base_allreduce_intra_basic_linear`` (coll_base_allreduce.c).
 
@@ -483,7 +540,7 @@ def allreduce_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int])
           params=(Param("reduce", 5, "Open MPI reduce id the reduce runs, with that algorithm's defaults "
                                      "(coll/tuned picks it by its fixed decision)", minimum=1),
                   Param("bcast", 6, "Open MPI bcast id the bcast runs, with that algorithm's defaults",
-                        minimum=1)), id=2)
+                        minimum=1)), id=2, scales=_nonoverlapping_unit)
 def allreduce_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allreduce id 2; source ``ompi_coll_base_allreduce_intra_nonoverlapping`` (coll_base_allreduce.c).
 
@@ -503,7 +560,7 @@ def allreduce_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str, int
 @register(Collective.ALLREDUCE, "ompi", "segmented_ring",
           "the ring allreduce with each block's reduce-scatter pipelined in segment-sized phases",
           params=(Param("segsize", 0, "segment size in bytes; coll_tuned_allreduce_algorithm_segmentsize "
-                                      "(0: no segmentation, i.e. the ring)"),), id=5)
+                                      "(0: no segmentation, i.e. the ring)"),), id=5, scales=_segmented_ring_unit)
 def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allreduce id 5; source ``ompi_coll_base_allreduce_intra_ring_segmented`` (coll_base_allreduce.c).
 

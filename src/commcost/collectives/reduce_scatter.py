@@ -30,7 +30,7 @@ import numpy as np
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
-from commcost.collectives.registry import find, register
+from commcost.collectives.registry import composite_unit, find, register, whole_blocks
 from commcost.schedule.schedule import SendMode
 
 SEQ = SendMode.SEQUENCE
@@ -59,10 +59,18 @@ def _fold(rec: Recorder, rem: int, nbytes: int) -> None:
         rec.phase("fold: even ranks into rank + 1", SEQ).sends(even, even + 1, 0, nbytes, combine=True)
 
 
+def _nonoverlapping_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """A reduce of ``P n`` bytes then a linear scatter of n-byte blocks: from 1 byte when both parts'
+    schedules scale that way (:func:`.registry.composite_unit`)."""
+    return composite_unit(nprocs, nbytes, ((Collective.REDUCE, str(params["reduce"]), nprocs),
+                                           (Collective.SCATTER, "ompi.basic_linear", 1)))
+
+
 @register(Collective.REDUCE_SCATTER, "ompi", "non-overlapping",
           "MPI_Reduce of all P blocks to rank 0, then MPI_Scatterv of the blocks from rank 0",
           params=(Param("reduce", 5, "Open MPI reduce id the reduce runs, with that algorithm's defaults "
-                                     "(coll/tuned picks it by its fixed decision)", minimum=1),), id=1)
+                                     "(coll/tuned picks it by its fixed decision)", minimum=1),), id=1,
+          scales=_nonoverlapping_unit)
 def reduce_scatter_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce_scatter id 1; source ``ompi_coll_base_reduce_scatter_intra_nonoverlapping``
     (coll_base_reduce_scatter.c).
@@ -83,7 +91,7 @@ def reduce_scatter_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str
 
 @register(Collective.REDUCE_SCATTER, "ompi", "recursive_halving",
           "recursive halving of the block range at distances p'/2, ..., 1; extra ranks fold in first",
-          id=2)
+          id=2, scales=whole_blocks)
 def reduce_scatter_recursive_halving(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce_scatter id 2; source ``ompi_coll_base_reduce_scatter_intra_basic_recursivehalving``
     (coll_base_reduce_scatter.c).
@@ -111,17 +119,25 @@ def reduce_scatter_recursive_halving(rec: Recorder, case: Case, params: Mapping[
 
 
 @register(Collective.REDUCE_SCATTER, "ompi", "ring",
-          "P-1 steps; at step j rank r adds block r-1-j into what it received and passes it to r+1", id=3)
+          "P-1 steps; at step j rank r adds block r-1-j into what it received and passes it to r+1", id=3,
+          scales=whole_blocks)
 def reduce_scatter_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce_scatter id 3; source ``ompi_coll_base_reduce_scatter_intra_ring``
     (coll_base_reduce_scatter.c).
 
     Step j = 0..P-2: rank r sends block ``(r - 1 - j) mod P``, reduced so
     far, to rank r+1, which reduces it into its own; at the last step rank
-    r receives its own block, complete. P-1 phases of P sends of n bytes.
+    r receives its own block, complete. P-1 phases of P sends of n bytes:
+    the same transmissions every step, so unless payloads are kept they are
+    stored once as a phase run P-1 times.
     """
     p, n = case.nprocs, case.nbytes
     r = np.arange(p, dtype=np.int64)
+    if rec.compact:
+        block = (r - 1) % p
+        rec.phase(f"ring steps 0..{p - 2}", SEQ, repeat=p - 1)
+        rec.sends(r, (r + 1) % p, block * n, (block + 1) * n, combine=True)
+        return
     for j in range(p - 1):
         block = (r - 1 - j) % p
         rec.phase(f"ring step {j}", SEQ).sends(r, (r + 1) % p, block * n, (block + 1) * n, combine=True)
@@ -137,7 +153,7 @@ def mirror(values: np.ndarray, bits: int) -> np.ndarray:
 
 @register(Collective.REDUCE_SCATTER, "ompi", "butterfly",
           "butterfly: halve the block range at distances 1, 2, ..., p'/2, then swap blocks with the "
-          "bit-reversed rank", id=4)
+          "bit-reversed rank", id=4, scales=whole_blocks)
 def reduce_scatter_butterfly(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce_scatter id 4; source ``ompi_coll_base_reduce_scatter_intra_butterfly``
     (coll_base_reduce_scatter.c).

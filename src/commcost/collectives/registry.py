@@ -152,3 +152,26 @@ def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = N
         # MPI returns at once for a zero count or a single rank (Open MPI ompi/mpi/c/bcast.c and siblings)
         algorithm.builder(recorder, case, values)
     return recorder.build(algorithm.key, values)
+
+
+def whole_blocks(params: Mapping[str, int], nprocs: int, nbytes: int) -> int:
+    """Scale unit of an algorithm whose every transmission carries whole blocks of ``nbytes`` (or the whole
+    message), counted independently of n: the 1-byte schedule, sizes times n."""
+    return 1
+
+
+def composite_unit(nprocs: int, nbytes: int, parts: tuple[tuple[Collective, str, int], ...]) -> int | None:
+    """Scale unit of an algorithm that runs other collectives one after another with their defaults.
+
+    ``parts`` lists (collective, name or Open MPI id, k): the part runs on ``k * nbytes`` bytes. The whole
+    scales from 1 byte when every part's schedule at ``k n`` is its schedule at ``k`` bytes times n: its
+    unit u at ``k n`` divides k and is also its unit at ``k`` (both then scale from the same u-byte
+    schedule). Otherwise None.
+    """
+    for collective, name, k in parts:
+        part = find(collective, name)
+        values = part.resolve_params()
+        unit = part.scale_unit(values, nprocs, k * nbytes)
+        if unit is None or k % unit or part.scale_unit(values, nprocs, k) != unit:
+            return None
+    return 1

@@ -18,7 +18,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register
+from commcost.collectives.registry import register, whole_blocks
 from commcost.schedule.schedule import SendMode
 
 
@@ -63,7 +63,7 @@ def _others(case: Case) -> np.ndarray:
 
 
 @register(Collective.SCATTER, "ompi", "basic_linear",
-          "the root sends each rank its block, one blocking send after another", id=1)
+          "the root sends each rank its block, one blocking send after another", id=1, scales=whole_blocks)
 def scatter_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_scatter_intra_basic_linear`` (coll_base_scatter.c): root sends to ranks 0..P-1 in order."""
     peers = _others(case)
@@ -73,7 +73,7 @@ def scatter_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -
 
 @register(Collective.SCATTER, "ompi", "binomial",
           "in-order binomial tree: each subtree root receives its subtree's blocks and passes halves on",
-          id=2)
+          id=2, scales=whole_blocks)
 def scatter_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_scatter_intra_binomial`` (coll_base_scatter.c) on the in-order binomial tree.
 
@@ -99,7 +99,8 @@ def scatter_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> No
 @register(Collective.SCATTER, "ompi", "linear_nb",
           "the root posts a non-blocking send of each rank's block (optionally a blocking one every "
           "max_requests)", params=(Param("max_requests", 0, "coll_tuned_scatter_algorithm_max_requests: "
-                                         "every this many sends one is blocking (<= 1: none)"),), id=3)
+                                         "every this many sends one is blocking (<= 1: none)"),), id=3,
+          scales=whole_blocks)
 def scatter_linear_nb(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_scatter_intra_linear_nb`` (coll_base_scatter.c).
 
@@ -128,7 +129,8 @@ def scatter_linear_nb(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
 
 
 @register(Collective.GATHER, "ompi", "basic_linear",
-          "every rank sends its block to the root, which receives them in rank order", id=1)
+          "every rank sends its block to the root, which receives them in rank order", id=1,
+          scales=whole_blocks)
 def gather_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_gather_intra_basic_linear`` (coll_base_gather.c): one phase of P-1 sends to the root."""
     peers = _others(case)
@@ -138,7 +140,7 @@ def gather_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) ->
 
 @register(Collective.GATHER, "ompi", "binomial",
           "in-order binomial tree: each subtree root collects its subtree's blocks and sends them up",
-          id=2)
+          id=2, scales=whole_blocks)
 def gather_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_gather_intra_binomial`` (coll_base_gather.c), the mirror image of the binomial scatter.
 
@@ -165,10 +167,19 @@ def first_segment(nbytes: int, segsize: int) -> int:
     return segsize if 1 <= segsize < nbytes else nbytes
 
 
+def _linear_sync_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
+    """linear_sync sends whole blocks (the second segment empty) when the first segment is the whole block
+    (``segsize`` 0, or at least n): the 1-byte schedule scaled. A first segment of ``segsize`` bytes does not
+    grow with n, so a segmented block has no unit."""
+    segsize = params.get("segsize", 0)
+    return 1 if segsize <= 0 or nbytes <= segsize else None
+
+
 @register(Collective.GATHER, "ompi", "linear_sync",
           "the root asks each rank in turn (0-byte message); it answers with a first segment, then the rest",
           params=(Param("segsize", 0, "coll_tuned_gather_algorithm_segmentsize: the first segment's bytes "
-                                      "(0: the whole block, the second segment empty)"),), id=3)
+                                      "(0: the whole block, the second segment empty)"),), id=3,
+          scales=_linear_sync_unit)
 def gather_linear_sync(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_gather_intra_linear_sync`` (coll_base_gather.c).
 
