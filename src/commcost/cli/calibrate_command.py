@@ -43,6 +43,7 @@ STOP_S = 2.0  # a stopped run's mpirun gets this long to end its ranks
 GRACE_S = 4.0  # a run may overrun its share by this much before it is stopped
 MIN_POINT_S = 0.25  # fewer sizes below this per-point budget
 MIN_SIZES = 4
+RETRY_WITHIN_S = 10.0  # a run that fails this soon failed to start: it is launched once more
 MIN_RUN_S = 0.5  # a run whose share is below this is not started
 
 
@@ -296,8 +297,14 @@ def _calibrate(args: argparse.Namespace) -> int:
                 skipped.append(name)
                 continue
             progress.describe(name)
-            rc = _run(args, mpirun, run, sizes, share, csv_path,
-                      min(share + STARTUP_S + GRACE_S, hard_deadline - time.monotonic()), poll)
+            for attempt in range(2):  # a launch that dies at start-up (PMIx listener, port clash) gets one retry
+                begun = time.monotonic()
+                rc = _run(args, mpirun, run, sizes, share, csv_path,
+                          min(share + STARTUP_S + GRACE_S, hard_deadline - time.monotonic()), poll)
+                if rc in (0, 124) or time.monotonic() - begun > RETRY_WITHIN_S or \
+                        hard_deadline - time.monotonic() < MIN_RUN_S + STARTUP_S:
+                    break
+                time.sleep(1.0)
             if rc == 124:  # stopped at its share of the budget: what it measured stays, the rest resumes later
                 skipped.append(f"{name} (stopped at the budget)")
             elif rc != 0:

@@ -15,8 +15,9 @@ FORMATS = ("table", "json", "csv")
 def _configure(p: argparse.ArgumentParser) -> None:
     from commcost.models import MODELS
 
-    p.add_argument("collective", choices=["bcast", "scatter", "gather", "allgather", "reduce", "allreduce",
-                                          "alltoall"], help="the collective to select algorithms for")
+    from commcost.collectives import Collective
+
+    p.add_argument("collective", choices=[c.value for c in Collective], help="the collective to select algorithms for")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml), e.g. examples/cluster")
     p.add_argument("--model", default="taulop", choices=[*sorted(MODELS), PAPER004],
