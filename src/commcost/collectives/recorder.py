@@ -86,10 +86,14 @@ class Recorder:
             order = np.argsort(local, kind="stable")
         first = len(self._names)
         repeat = repeat or {}
-        self._names.extend(f"{label} step {t}" + (f" x{repeat[t]}" if repeat.get(t, 1) > 1 else "")
-                           for t in steps.tolist())
-        self._posted.extend([mode is SendMode.POSTED] * len(steps))
-        self._repeat.extend(repeat.get(t, 1) for t in steps.tolist())
+        step_list = steps.tolist()
+        names = [f"{label} step {t}" for t in step_list]
+        for t, k in repeat.items():  # a repeated step says how often it runs
+            if k > 1 and t in step_list:
+                names[step_list.index(t)] += f" x{k}"
+        self._names += names
+        self._posted += [mode is SendMode.POSTED] * len(steps)
+        self._repeat += [repeat.get(t, 1) for t in step_list] if repeat else [1] * len(steps)
         src, dst, start, stop = src[order], dst[order], start[order], stop[order]
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine),
                      phase=first + local[order])
@@ -163,8 +167,10 @@ class Recorder:
         schedule = Schedule(
             self.case.nprocs, cat(self._src, np.int64)[order], cat(self._dst, np.int64)[order],
             cat(self._nbytes, np.float64)[order], phase[order], posted[order],
-            tuple(self._names[k] for k in used), name=f"{self.case.collective.value} {algorithm}",
+            tuple(self._names) if len(used) == len(self._names) else tuple([self._names[k] for k in used.tolist()]),
+            name=f"{self.case.collective.value} {algorithm}",
             repeat=np.array(self._repeat, dtype=np.int64)[used], combine=cat(self._combine, bool)[order],
+            checked=self.data,  # the checker's builds are validated; pricing builds come from the same code
         )
         payload = [self._payload[i] for i in order] if self.data else None
         return CollectiveSchedule(schedule, self.case, algorithm, dict(params), payload,

@@ -153,15 +153,20 @@ def staircase_phase_times(group: np.ndarray, phase: np.ndarray, channel: np.ndar
     group_start[1:] = dom[1:] != dom[:-1]
     start_idx = np.flatnonzero(group_start)
     gid = np.cumsum(group_start) - 1
-    tau = np.diff(np.append(start_idx, n))[gid] - (np.arange(n) - start_idx[gid])
-    delta = np.diff(size, prepend=0.0)
+    ends = np.empty(len(start_idx), np.int64)
+    ends[:-1] = start_idx[1:]
+    ends[-1] = n
+    tau = (ends - start_idx)[gid] - (np.arange(n) - start_idx[gid])
+    delta = size.copy()
+    delta[1:] -= size[:-1]
     delta[group_start] = size[group_start]
     charged = group_start | (delta > 0)
     p_chan, p_tau, p_delta = chan[charged], tau[charged], delta[charged]
     # distinct pieces: sort by (channel, tau, delta) and cut where any changes
     by = np.lexsort((p_delta, p_tau, p_chan))
     new = np.ones(len(by), dtype=bool)
-    new[1:] = (np.diff(p_chan[by]) != 0) | (np.diff(p_tau[by]) != 0) | (np.diff(p_delta[by]) != 0)
+    sc, st, sd = p_chan[by], p_tau[by], p_delta[by]
+    new[1:] = (sc[1:] != sc[:-1]) | (st[1:] != st[:-1]) | (sd[1:] != sd[:-1])
     first = by[new]
     inverse = np.empty(len(by), dtype=np.int64)
     inverse[by] = np.cumsum(new) - 1
@@ -175,7 +180,9 @@ def staircase_phase_times(group: np.ndarray, phase: np.ndarray, channel: np.ndar
     piece_group_start = np.flatnonzero(group_start[charged])
     group_total = np.add.reduceat(cost[inverse], piece_group_start, axis=0)
     group_phase = phase[order][start_idx]
-    phase_first = np.flatnonzero(np.diff(group_phase, prepend=-1) != 0)
+    phase_new = np.ones(len(group_phase), dtype=bool)
+    phase_new[1:] = group_phase[1:] != group_phase[:-1]
+    phase_first = np.flatnonzero(phase_new)
     out[:, group_phase[phase_first]] = np.maximum.reduceat(group_total, phase_first, axis=0).T
     return out
 
