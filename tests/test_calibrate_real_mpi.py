@@ -9,9 +9,7 @@ checked everywhere.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,14 +26,7 @@ from commcost.cli.calibrate_command import ALL_SIZES, CHANNELS, plan_sizes, size
 from commcost.cli.main import main
 from commcost.io.measurements import measurement_columns, read_measurements
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
-_beside = Path(sys.executable).parent / "mpirun"
-MPIRUN = str(_beside) if _beside.is_file() else shutil.which("mpirun")
-needs_mpi = pytest.mark.skipif(not (HAVE_MPI4PY and MPIRUN), reason="needs mpi4py and mpirun")
-
-
-ENV = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+from real_mpi import ENV, HAVE_MPI4PY, needs_mpi
 
 
 def _calibrate(out: Path, budget: float, *extra: str, **kwargs) -> subprocess.Popen:

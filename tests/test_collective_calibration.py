@@ -9,9 +9,7 @@ mpirun. Timings are never asserted tightly: the machine is shared.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,13 +25,8 @@ from commcost.cli.main import main
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement, fit_times, measurement_columns, read_measurements
 from commcost.io.params_file import load_params
+from real_mpi import ENV, MPIRUN, needs_mpi
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
-_beside = Path(sys.executable).parent / "mpirun"
-MPIRUN = str(_beside) if _beside.is_file() else shutil.which("mpirun")
-needs_mpi = pytest.mark.skipif(not (HAVE_MPI4PY and MPIRUN), reason="needs mpi4py and mpirun")
-ENV = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 HOCKNEY = {"shm": {"alpha_s": 1e-6, "beta_s_per_byte": 2e-10}}
 
 
@@ -192,3 +185,48 @@ def test_the_worker_times_a_forced_allgather_on_four_ranks(tmp_path):
     assert [(m.collective, m.algorithm, m.nprocs, m.nbytes) for m in rows] == [
         ("allgather", "bruck", 4, m) for m in COLLECTIVE_SIZES]
     assert all(m.time_s_median > 0 and m.reps >= 1 for m in rows)
+
+
+def test_scaled_pricer_applies_a_and_b_and_maps_the_pruning_bound():
+    from commcost.io.params_file import AlgorithmFit
+    from commcost.selection.decision import Choice
+    from commcost.collectives import Collective, find
+    from commcost.selection.select import scaled_pricer
+
+    seen = {}
+
+    def price(choice, nprocs, sizes, bound=None):
+        seen[choice.algorithm.name] = bound
+        return np.full(len(sizes), 1e-5)
+
+    scaled = scaled_pricer(price, {"ring": AlgorithmFit(2e-6, 3.0, "hockney")})
+    ring = Choice(find(Collective.ALLREDUCE, "ring"), {})
+    linear = Choice(find(Collective.ALLREDUCE, "basic_linear"), {})
+    assert scaled(ring, 4, [8, 16], np.array([3.2e-5, 5e-6])).tolist() == pytest.approx([3.2e-5, 3.2e-5])
+    assert seen["ring"].tolist() == pytest.approx([1e-5, 1e-6])
+    assert scaled(linear, 4, [8], None).tolist() == [1e-5] and seen["basic_linear"] is None
+
+
+def test_select_with_algorithm_fit_ranks_by_the_corrected_price(tmp_path, capsys):
+    platform = tmp_path / "node.toml"
+    platform.write_text('name = "node"\n[[node_types]]\nname = "n"\ncores = 4\n[[nodes]]\nname = "n0"\ntype = "n"\n'
+                        '[[channels]]\nname = "shm"\nlevel = "node"\ntransfers = ["shm", "shm"]\n')
+    params = tmp_path / "p.toml"
+    body = '[hockney.shm]\nalpha_s = 1e-6\nbeta_s_per_byte = 2e-10\n'
+    args = ["select", "alltoall", "--params", str(params), "--platform", str(platform), "--ppn", "4",
+            "--procs", "4", "--sizes", "1KiB,64KiB", "--model", "hockney", "--format", "json"]
+    # pairwise made 100 times slower by its fit: never chosen with --algorithm-fit
+    params.write_text(body + '[algorithm_fit.alltoall.pairwise]\na_s = 0.0\nb = 100.0\nmodel = "hockney"\n'
+                      '[algorithm_fit.alltoall.linear]\na_s = 0.0\nb = 100.0\nmodel = "hockney"\n')
+    assert main([*args, "--algorithm-fit"]) == 0
+    import json
+
+    chosen = {g["algorithm"] for g in json.loads(capsys.readouterr().out)["grid"]}
+    assert not chosen & {"ompi.pairwise", "ompi.linear"}
+    params.write_text(body + '[algorithm_fit.alltoall.pairwise]\na_s = 0.0\nb = 2.0\nmodel = "taulop"\n')
+    assert main([*args, "--algorithm-fit"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "p.toml" in err and "algorithm_fit.alltoall.pairwise.model" in err
+    params.write_text(body)
+    assert main([*args, "--algorithm-fit"]) == 2
+    assert "no [algorithm_fit.alltoall.<algorithm>]" in capsys.readouterr().err
