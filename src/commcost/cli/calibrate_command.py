@@ -6,7 +6,13 @@ with ``--mca btl tcp,self`` (TCP over loopback): ping-pong and Ring_tau by
 default, NBFT and HighVolumePingPong when asked; then, with ``bcast``, once
 per Open MPI broadcast algorithm 1..9 forced with ``--mca
 coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm ID``
-(:func:`commcost.calibration.plan.plan_runs`). Everything fits in
+(:func:`commcost.calibration.plan.plan_runs`); with ``reduction``, one
+single-rank run timing ``MPI_Reduce_local`` (gamma(m, op) tables,
+``[reduction.<op>_<type>]``); with ``collectives`` (or ``allreduce``,
+``alltoall``, ...), one run per Open MPI algorithm of each, forced with
+``coll_tuned_<collective>_algorithm``, and the per-algorithm fit T = a + b
+T_model (``[algorithm_fit.<collective>.<name>]``, issue 7 item 3;
+:mod:`commcost.calibration.fit_collectives`). Everything fits in
 ``--budget`` seconds: each run gets the time left in proportion to its
 points, and is stopped at its share. Points are appended to
 ``OUT/measurements.csv`` as they are measured; re-running the same command
