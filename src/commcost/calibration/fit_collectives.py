@@ -9,7 +9,8 @@
   the points moved are reported.
 * :func:`fit_scale`: paper 004 section 5.2's per-algorithm calibration
   for any collective: T_measured(P, n) ~= a + b T_model(P, n), where
-  T_model is commcost's price of the algorithm's schedule under the
+  T_model is commcost's price of the algorithm's schedule (built and
+  priced by :func:`one_node_pricer`) under the
   point-to-point parameters of the same run, fitted with a Huber loss on
   relative residuals (scipy's ``least_squares``), so that one disturbed
   point (a shared machine) does not pull the line.
@@ -152,8 +153,8 @@ def fit_algorithms(columns: dict[str, np.ndarray], price: Callable[[str, str, in
     """:func:`fit_scale` for every (collective, algorithm) of the ``collective`` rows.
 
     ``price(collective, algorithm, nprocs, sizes)`` gives T_model at each
-    size (e.g. :func:`commcost.selection.grid.price_sizes` under the run's
-    fitted Hockney or tau-Lop parameters). Returns the fits by collective
+    size (e.g. :func:`one_node_pricer` under the run's fitted Hockney or
+    tau-Lop parameters). Returns the fits by collective
     and algorithm, and the ones that could not be fitted with the reason.
     """
     bench = np.asarray(columns["benchmark"]).astype(str)
@@ -190,16 +191,16 @@ def one_node_pricer(model_name: str, sections: dict[str, Any], channel: str = "s
     ranks talk through ``channel`` (shared memory: two ``shm`` transfers,
     paper 000 eq. 1), ranks placed in order, root 0; reductions priced with
     gamma of ``sum_double`` when the sections have it (the collective
-    benchmark reduces doubles with MPI_SUM). Prices with
-    :func:`commcost.selection.grid.price_sizes`; algorithm parameters at
-    Open MPI's defaults.
+    benchmark reduces doubles with MPI_SUM). Each size's schedule is built
+    (:func:`commcost.collectives.build`, algorithm parameters at Open MPI's
+    defaults) and priced with :meth:`commcost.models.Model.total_time_s`;
+    an algorithm Open MPI does not run on P ranks (two_proc) is an error.
     """
-    from commcost.collectives import Collective, find
-    from commcost.models import MODELS
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.models import MODELS, PlacedSchedule
     from commcost.models.reduction import reduction_laws
     from commcost.platform import Mapping, Platform
     from commcost.platform.platform import Channel, Node, NodeType
-    from commcost.selection.grid import price_sizes
 
     if model_name not in sections:
         raise InputError(f"no {model_name} parameters fitted; the per-algorithm fit needs them")
@@ -224,5 +225,10 @@ def one_node_pricer(model_name: str, sections: dict[str, Any], channel: str = "s
             platforms[nprocs] = (platform, Mapping.sequential(platform, nprocs, nprocs))
         platform, mapping = platforms[nprocs]
         algo = find(Collective(collective), f"ompi.{algorithm}")
-        return price_sizes(algo, {}, nprocs, [int(m) for m in sizes], platform, mapping, model)
+        if not algo.supports(nprocs):
+            raise InputError(f"Open MPI does not run {collective} {algorithm} on {nprocs} ranks")
+        values = algo.resolve_params({})
+        return np.array([model.total_time_s(PlacedSchedule.of(
+            build(algo, Case(algo.collective, nprocs, int(m), 0), values).schedule, platform, mapping))
+            for m in sizes], dtype=np.float64)
     return price
