@@ -24,7 +24,11 @@ from fit_helpers import fit_ompi_bcast
 def test_benchmark_names_parse_with_aliases_and_all():
     assert parse_benchmarks("pingpong,ringtau") == ("pingpong", "ringtau")
     assert parse_benchmarks("ring_tau, hvpp") == ("ringtau", "hvpp")
-    assert parse_benchmarks("all") == ("pingpong", "ringtau", "nbft", "bcast", "hvpp")
+    assert parse_benchmarks("all") == ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "reduction", "allreduce",
+                                       "reduce", "allgather", "alltoall", "scatter", "gather")
+    assert parse_benchmarks("pingpong,collectives") == ("pingpong", "allreduce", "reduce", "allgather", "alltoall",
+                                                        "scatter", "gather")
+    assert parse_benchmarks("reduce_local,alltoall") == ("reduction", "alltoall")
     with pytest.raises(ValueError, match="unknown benchmark 'bogus'"):
         parse_benchmarks("pingpong,bogus")
 

@@ -15,7 +15,12 @@ each point, timing at the root with ``MPI.Wtime``, and repetitions until the
 * :func:`nbft`: one non-blocking flat tree, paper 004 section 5.1
   (gamma^c(P) eq. 14, Q(m) eq. 15);
 * :func:`bcast_gather`: MPI_Bcast then a flat gather, paper 004 section 5.2
-  (o, L per algorithm, eq. 16-19).
+  (o, L per algorithm, eq. 16-19);
+* :func:`reduce_local`: one ``MPI_Reduce_local`` per operation and datatype,
+  no message (tau-Lop's gamma(m, op), issue 7 item 2);
+* :func:`collective`: one collective (allreduce, reduce, allgather,
+  alltoall, scatter, gather) with whatever algorithm the launcher forced,
+  between barriers (issue 7 item 3, paper 004 section 5.2's method).
 """
 
 from __future__ import annotations
@@ -315,4 +320,112 @@ def bcast_gather(comm: Any, nbytes: int, segsize: int, *, min_reps: int = 10, ma
                 out.append(t1 - t0)
 
     return _adaptive(comm, experiments, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+# ---------------------------------------------------------------- computation and whole collectives
+
+# (operation, datatype) names of the reduction benchmark -> mpi4py objects and numpy dtypes
+REDUCTION_OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "prod": "PROD"}
+REDUCTION_TYPES = {"double": np.float64, "float": np.float32, "int": np.int32, "long": np.int64}
+
+
+def reduce_local(comm: Any, op: str, dtype: str, nbytes: int, *, min_reps: int = 20, max_reps: int = 100_000,
+                 time_budget_s: float = 1.0, target_ci_rel: float = 0.025,
+                 warmup: int = 5) -> dict[str, Any] | None:
+    """One local reduction point: ``MPI_Reduce_local`` of ``nbytes`` of ``dtype`` with ``op`` at rank 0.
+
+    What for: tau-Lop prices the computation inside a reducing collective as
+    gamma(m, op), the time one rank takes to combine m received bytes into
+    its own (issue 7 item 2). A sample is one
+    ``op.Reduce_local(inbuf, inoutbuf)`` (inoutbuf = inbuf op inoutbuf) of
+    ``nbytes // itemsize`` elements (0 elements: the call's overhead alone), timed with ``MPI.Wtime`` on rank 0;
+    the other ranks (if any) only take part in the repetition rule
+    (:func:`_adaptive`). Buffers are set once (ones, so SUM and PROD stay
+    finite and MAX/MIN compare real values). Statistics at rank 0.
+    """
+    if op not in REDUCTION_OPS or dtype not in REDUCTION_TYPES:
+        raise ValueError(f"unknown reduction {op}_{dtype}; expected an operation of {sorted(REDUCTION_OPS)} "
+                         f"and a datatype of {sorted(REDUCTION_TYPES)}")
+    mpi_op = getattr(MPI, REDUCTION_OPS[op])
+    kind = np.dtype(REDUCTION_TYPES[dtype])
+    count = max(int(nbytes), 0) // kind.itemsize  # 0: the call's own overhead
+    inbuf = np.ones(count, dtype=kind)
+    inout = np.ones(count, dtype=kind)
+    rank = comm.Get_rank()
+
+    def reductions(reps: int, out: list[float] | None) -> None:
+        if rank != 0:
+            return
+        for _ in range(reps):
+            t0 = MPI.Wtime()
+            mpi_op.Reduce_local(inbuf, inout)
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append(t1 - t0)
+
+    return _adaptive(comm, reductions, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+COLLECTIVES = ("allreduce", "reduce", "allgather", "alltoall", "scatter", "gather")
+
+
+def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_reps: int = 100_000,
+               time_budget_s: float = 1.0, target_ci_rel: float = 0.025,
+               warmup: int = 3) -> dict[str, Any] | None:
+    """One collective point: ``name`` on every rank with a message or block of ``nbytes``, root 0.
+
+    What for: paper 004 section 5.2's method for any collective (issue 7
+    item 3): the launcher forces one Open MPI algorithm
+    (``coll_tuned_<name>_algorithm``), and this times it. ``nbytes`` is
+    commcost's Case.nbytes: the message for reduce and allreduce (doubles,
+    MPI_SUM, so the reduction is the ``sum_double`` one), one rank's block
+    for scatter, gather, allgather and alltoall (bytes). A sample is
+    barrier, t0, the collective, barrier, t1 at rank 0: the second barrier
+    makes the sample the slowest rank's completion (the max over ranks)
+    plus one barrier, a constant the per-algorithm fit's intercept
+    a absorbs (T = a + b T_model). Statistics at rank 0.
+    """
+    if name not in COLLECTIVES:
+        raise ValueError(f"unknown collective {name!r}; expected one of {', '.join(COLLECTIVES)}")
+    size, rank = comm.Get_size(), comm.Get_rank()
+    n = int(nbytes)
+    if name in ("reduce", "allreduce"):
+        count = max(n // 8, 1)
+        send, recv = np.ones(count, np.float64), np.zeros(count, np.float64)
+        if name == "reduce":
+            def call() -> None:
+                comm.Reduce([send, MPI.DOUBLE], [recv, MPI.DOUBLE], op=MPI.SUM, root=0)
+        else:
+            def call() -> None:
+                comm.Allreduce([send, MPI.DOUBLE], [recv, MPI.DOUBLE], op=MPI.SUM)
+    else:
+        block, whole = _buffer(n), _buffer(n * size)
+        if name == "allgather":
+            def call() -> None:
+                comm.Allgather([block, MPI.BYTE], [whole, MPI.BYTE])
+        elif name == "alltoall":
+            other = _buffer(n * size)
+
+            def call() -> None:
+                comm.Alltoall([whole, MPI.BYTE], [other, MPI.BYTE])
+        elif name == "scatter":
+            def call() -> None:
+                comm.Scatter([whole, MPI.BYTE], [block, MPI.BYTE], root=0)
+        else:
+            def call() -> None:
+                comm.Gather([block, MPI.BYTE], [whole, MPI.BYTE], root=0)
+
+    def samples(count: int, out: list[float] | None) -> None:
+        for _ in range(count):
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            call()
+            comm.Barrier()
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append(t1 - t0)
+
+    return _adaptive(comm, samples, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
                      target_ci_rel=target_ci_rel, warmup=warmup)

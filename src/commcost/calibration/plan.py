@@ -14,7 +14,17 @@ ringtau     ``ring_tau``      max(tau, 2)  message      tau         -        - /
 nbft        ``nbft``          P            message      -           -        - / -
 bcast       ``bcast_gather``  all ranks    broadcast    -           m_s      ``bcast`` / Open MPI name
 hvpp        ``hvpp``          2            one message  messages n  -        - / ``in_order``, ``reversed``
+reduction   ``reduction``     1            buffer       -           -        - / ``<op>_<type>``
+allreduce,  ``collective``    all ranks    message or   -           -        the collective / Open MPI name
+reduce, ...                                block
 ==========  ================  ===========  ===========  ==========  =======  ===============================
+
+``reduction`` runs on its own, one rank, channel ``local``
+(``MPI_Reduce_local``, issue 7 item 2); every collective benchmark
+(``allreduce``, ``reduce``, ``allgather``, ``alltoall``, ``scatter``,
+``gather``; ``collectives`` = all six) launches one mpirun per Open MPI
+algorithm id, forced with ``coll_tuned_<collective>_algorithm`` (issue 7
+item 3), on the shm channel.
 """
 
 from __future__ import annotations
@@ -22,10 +32,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-BENCHMARKS = ("pingpong", "ringtau", "nbft", "bcast", "hvpp")
+COLLECTIVE_BENCHMARKS = ("allreduce", "reduce", "allgather", "alltoall", "scatter", "gather")
+BENCHMARKS = ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "reduction", *COLLECTIVE_BENCHMARKS)
 DEFAULT_BENCHMARKS = ("pingpong", "ringtau")
 ROW_NAMES = {"pingpong": "pingpong", "ringtau": "ring_tau", "nbft": "nbft", "bcast": "bcast_gather",
-             "hvpp": "hvpp"}
+             "hvpp": "hvpp", "reduction": "reduction", **{c: "collective" for c in COLLECTIVE_BENCHMARKS}}
+# the reduction benchmark's (operation, datatype) pairs and buffer sizes (bytes, multiples of 8)
+REDUCTIONS = (("sum", "double"), ("sum", "int"), ("max", "double"))
+# 0 B is the call's overhead (Python, mpi4py), subtracted from the others by the fit
+REDUCTION_SIZES = (0, *(8 << (3 * k) for k in range(7)))  # 0, 8 B .. 2 MiB, factor 8
+# every forced-algorithm collective point: message (reduce, allreduce) or block (the others), bytes
+COLLECTIVE_SIZES = (1024, 8192, 65536, 524288)
 # coll_tuned_bcast_algorithm ids of Open MPI 5 (ompi_info --param coll tuned --level 9)
 OMPI_BCAST_ALGORITHMS = {1: "basic_linear", 2: "chain", 3: "pipeline", 4: "split_binary_tree",
                          5: "binary_tree", 6: "binomial", 7: "knomial", 8: "scatter_allgather",
@@ -69,12 +86,14 @@ def parse_benchmarks(text: str) -> tuple[str, ...]:
     names = [n.strip().lower().replace("_", "").replace("-", "") for n in text.split(",") if n.strip()]
     if names == ["all"]:
         return BENCHMARKS
-    aliases = {"ring": "ringtau", "highvolumepingpong": "hvpp", "bcastgather": "bcast"}
+    aliases = {"ring": "ringtau", "highvolumepingpong": "hvpp", "bcastgather": "bcast", "reducelocal": "reduction"}
     names = [aliases.get(n, n) for n in names]
+    if "collectives" in names:
+        names = [n for n in names if n != "collectives"] + list(COLLECTIVE_BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown or not names:
         raise ValueError(f"unknown benchmark {unknown[0] if unknown else text!r}; "
-                         f"expected a comma-separated list of {', '.join(BENCHMARKS)} (or all)")
+                         f"expected a comma-separated list of {', '.join(BENCHMARKS)} (or collectives, all)")
     return tuple(n for n in BENCHMARKS if n in names)
 
 
@@ -88,7 +107,10 @@ def run_points(benchmark: str, channel: str, procs: int, sizes: Sequence[int], *
     at :data:`NBFT_SIZES` (paper 004 section 5.1); ``bcast`` one algorithm
     (an Open MPI name, forced by the launcher) at :data:`BCAST_SIZES`, all
     ranks; HighVolumePingPong n = :data:`HVPP_COUNTS` messages of
-    :data:`HVPP_TOTAL` / n bytes, received in order and reversed.
+    :data:`HVPP_TOTAL` / n bytes, received in order and reversed;
+    ``reduction`` every pair of :data:`REDUCTIONS` at :data:`REDUCTION_SIZES`
+    on one rank; a collective one algorithm at :data:`COLLECTIVE_SIZES`, all
+    ranks.
     """
     name = ROW_NAMES[benchmark]
     if benchmark == "pingpong":
@@ -103,21 +125,41 @@ def run_points(benchmark: str, channel: str, procs: int, sizes: Sequence[int], *
     if benchmark == "hvpp":
         return [Point(name, channel, 2, HVPP_TOTAL // n, tau=n, algorithm=order)
                 for order in HVPP_ORDERS for n in HVPP_COUNTS]
+    if benchmark == "reduction":
+        return [Point(name, channel, 1, m, algorithm=f"{op}_{kind}") for op, kind in REDUCTIONS
+                for m in REDUCTION_SIZES]
+    if benchmark in COLLECTIVE_BENCHMARKS:
+        return [Point(name, channel, procs, m, collective=benchmark, algorithm=algorithm) for m in COLLECTIVE_SIZES]
     raise ValueError(f"unknown benchmark {benchmark!r}")
+
+
+def ompi_algorithms(collective: str) -> dict[int, str]:
+    """Open MPI 5's ``coll_tuned_<collective>_algorithm`` ids and names, as commcost's registry has them
+    (checked against ``ompi_info`` by tests/test_ompi_info_algorithms.py)."""
+    from commcost.collectives import Collective, algorithms
+
+    return {a.id: a.name for a in algorithms(Collective(collective)) if a.library == "ompi" and a.id}
 
 
 @dataclass(frozen=True)
 class Run:
-    """One mpirun: benchmarks measured in it, its channel and (bcast) the forced Open MPI algorithm id."""
+    """One mpirun: benchmarks measured in it, its channel, the forced Open MPI algorithm id (bcast or
+    ``collective``) and, when not the calibration's ``--procs``, its rank count (``reduction``: 1)."""
 
     benchmarks: tuple[str, ...]
     channel: str
     algorithm_id: int | None = None
+    collective: str = ""
+    procs: int | None = None
 
     @property
     def algorithm(self) -> str:
         """The forced algorithm's name, empty when none is forced."""
-        return OMPI_BCAST_ALGORITHMS.get(self.algorithm_id, "") if self.algorithm_id else ""
+        if not self.algorithm_id:
+            return ""
+        if self.collective:
+            return ompi_algorithms(self.collective).get(self.algorithm_id, "")
+        return OMPI_BCAST_ALGORITHMS.get(self.algorithm_id, "")
 
     def points(self, procs: int, sizes: Sequence[int]) -> list[Point]:
         """Every point of the run, in measuring order."""
@@ -125,13 +167,24 @@ class Run:
                                                                algorithm=self.algorithm)]
 
 
-def plan_runs(benchmarks: Sequence[str], channels: Sequence[str], bcast_channels: Sequence[str] = ("shm",)) -> list[Run]:
+def plan_runs(benchmarks: Sequence[str], channels: Sequence[str], bcast_channels: Sequence[str] = ("shm",),
+              procs: int | None = None) -> list[Run]:
     """The mpiruns of a calibration: per channel one run for the point-to-point benchmarks and NBFT,
-    then one run per Open MPI broadcast algorithm 1..9 (each needs its own ``--mca`` settings)."""
+    one single-rank run for the local reductions, then one run per Open MPI broadcast algorithm 1..9
+    and one per algorithm of each collective benchmark (each needs its own ``--mca`` settings);
+    with ``procs``, algorithms Open MPI does not run on that many ranks (two_proc) are left out."""
+    from commcost.collectives import Collective, find
+
     runs = []
-    shared = tuple(b for b in benchmarks if b != "bcast")
+    shared = tuple(b for b in benchmarks if b not in ("bcast", "reduction", *COLLECTIVE_BENCHMARKS))
     if shared:
         runs += [Run(shared, c) for c in channels]
+    if "reduction" in benchmarks:
+        runs.append(Run(("reduction",), "local", procs=1))
     if "bcast" in benchmarks:
         runs += [Run(("bcast",), c, i) for c in bcast_channels for i in OMPI_BCAST_ALGORITHMS]
+    for coll in (b for b in COLLECTIVE_BENCHMARKS if b in benchmarks):
+        for i, name in ompi_algorithms(coll).items():
+            if procs is None or find(Collective(coll), f"ompi.{name}").supports(procs):
+                runs.append(Run((coll,), bcast_channels[0], i, collective=coll))
     return runs

@@ -6,7 +6,13 @@ with ``--mca btl tcp,self`` (TCP over loopback): ping-pong and Ring_tau by
 default, NBFT and HighVolumePingPong when asked; then, with ``bcast``, once
 per Open MPI broadcast algorithm 1..9 forced with ``--mca
 coll_tuned_use_dynamic_rules 1 --mca coll_tuned_bcast_algorithm ID``
-(:func:`commcost.calibration.plan.plan_runs`). Everything fits in
+(:func:`commcost.calibration.plan.plan_runs`); with ``reduction``, one
+single-rank run timing ``MPI_Reduce_local`` (gamma(m, op) tables,
+``[reduction.<op>_<type>]``); with ``collectives`` (or ``allreduce``,
+``alltoall``, ...), one run per Open MPI algorithm of each, forced with
+``coll_tuned_<collective>_algorithm``, and the per-algorithm fit T = a + b
+T_model (``[algorithm_fit.<collective>.<name>]``, issue 7 item 3;
+:mod:`commcost.calibration.fit_collectives`). Everything fits in
 ``--budget`` seconds: each run gets the time left in proportion to its
 points, and is stopped at its share. Points are appended to
 ``OUT/measurements.csv`` as they are measured; re-running the same command
@@ -31,7 +37,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commcost.calibration.plan import BENCHMARKS, DEFAULT_BENCHMARKS, SEGSIZE, Run
+from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, SEGSIZE, Run
 from commcost.cli.main import command
 from commcost.errors import InputError
 
@@ -82,7 +88,7 @@ def find_mpirun(option: str | None) -> str:
 def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: tuple[str, ...]) -> list[int]:
     """Ping-pong and Ring_tau sizes for a calibration: :func:`plan_sizes` of each channel's time per size."""
     per_size = ("pingpong" in benchmarks) + procs * ("ringtau" in benchmarks)
-    channels = max(1, len({r.channel for r in runs if r.algorithm_id is None}))
+    channels = max(1, len({r.channel for r in runs if {"pingpong", "ringtau"} & set(r.benchmarks)}))
     measure = budget_s - FIT_S - STARTUP_S * len(runs)
     return plan_sizes(max(measure, 1.0) / channels / max(per_size, 1))
 
@@ -126,17 +132,21 @@ def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple
     mca = []
     if run.channel == "tcp":
         mca.append(("btl", "tcp,self"))
-    if run.algorithm_id:  # paper 004 section 5.2: one experiment per forced algorithm
+    if run.algorithm_id and run.collective:  # issue 7 item 3: paper 004's method for any collective
+        mca += [("coll_tuned_use_dynamic_rules", "1"),
+                (f"coll_tuned_{run.collective}_algorithm", str(run.algorithm_id))]
+    elif run.algorithm_id:  # paper 004 section 5.2: one experiment per forced algorithm
         mca += [("coll_tuned_use_dynamic_rules", "1"), ("coll_tuned_bcast_algorithm", str(run.algorithm_id)),
                 ("coll_tuned_bcast_algorithm_segmentsize", str(SEGSIZE)),
                 ("coll_tuned_bcast_algorithm_chain_fanout", "4")]
     if args.launcher:
         env.update({f"OMPI_MCA_{k}": v for k, v in mca})
         return shlex.split(args.launcher), env
-    line = [mpirun, "-np", str(args.procs), "--oversubscribe", "--bind-to", "none"]
+    procs = run.procs or args.procs
+    line = [mpirun, "-np", str(procs), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         line.append("--allow-run-as-root")
-    if must_yield(args.procs):
+    if must_yield(procs):
         mca.append(("mpi_yield_when_idle", "1"))
     for k, v in mca:
         line += ["--mca", k, v]
@@ -148,8 +158,9 @@ def _format_point(m) -> str:
 
     ci = f"{100 * m.ci95_rel:.1f}%" if m.ci95_rel is not None else "-"
     flag = "" if m.converged else "  (budget out)"
-    what = m.benchmark + (f" {m.algorithm}" if m.algorithm else "") + (f" P={m.nprocs}" if m.benchmark in (
-        "nbft", "bcast_gather") else "") + (f" tau={m.tau}" if m.tau else "")
+    what = (m.collective if m.benchmark == "collective" else m.benchmark) + (
+        f" {m.algorithm}" if m.algorithm else "") + (f" P={m.nprocs}" if m.benchmark in (
+            "nbft", "bcast_gather", "collective") else "") + (f" tau={m.tau}" if m.tau else "")
     return (f"{m.channel:<4} {what:<28} {format_nbytes(m.nbytes):>8}  {format_seconds(m.time_s_mean):>11}  "
             f"reps {m.reps or 0:>7}  ci95 {ci}{flag}")
 
@@ -270,9 +281,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     csv_path = args.out / "measurements.csv"
     started = time.monotonic()
-    runs = plan_runs(benchmarks, CHANNELS)
+    runs = plan_runs(benchmarks, CHANNELS, procs=args.procs)
     sizes = _sizes(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
-    points = {run: run.points(args.procs, sizes) for run in runs}
+    points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
     print(f"calibrating with {args.launcher or mpirun}: {', '.join(benchmarks)} on {args.procs} ranks, "
           f"{len(runs)} runs, {len(planned)} points ({sizes[0]} B .. {sizes[-1]} B), budget {args.budget:g} s "
@@ -293,6 +304,8 @@ def _calibrate(args: argparse.Namespace) -> int:
                 continue
             share = _share(runs[i:], points, present, hard_deadline - time.monotonic())
             name = f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
+            if share < MIN_RUN_S <= hard_deadline - time.monotonic() - STARTUP_S:
+                share = MIN_RUN_S  # a run early in the plan (the point-to-point fits) goes before later ones
             if share < MIN_RUN_S:
                 skipped.append(name)
                 continue
@@ -347,6 +360,15 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
             notes[SECTION] = report["sources"]
         except InputError as exc:
             notes[SECTION] = exc.message
+    if "reduction" in benchmarks:
+        from commcost.calibration.fit_collectives import reduction_tables
+
+        try:
+            sections["reduction"], quality["reduction"] = reduction_tables(columns)
+        except InputError as exc:
+            notes["reduction"] = exc.message
+    if set(benchmarks) & set(COLLECTIVE_BENCHMARKS):
+        _fit_algorithms(columns, sections, quality, notes)
     if "hvpp" in benchmarks:
         from commcost.calibration.from_measurements import fit_queue_search_channels
 
@@ -395,6 +417,15 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
               f"  {values}{split}")
     for f in fits.get("taulop", []):
         print(f"  taulop  {f.channel:<4} {f.npoints:>3} points  mu mean {f.report['mu_mean']:.3f}")
+    for op, table in sections.get("reduction", {}).items():
+        moved = len(quality["reduction"][op].get("isotonic_changed", []))
+        print(f"  reduction {op:<11} gamma(m) at {len(table['m'])} sizes, up to {table['time_s'][-1]:.3g} s at "
+              f"{table['m'][-1]} B" + (f"  ({moved} points made non-decreasing)" if moved else ""))
+    for coll, fitted in sections.get("algorithm_fit", {}).items():
+        for name, fit in fitted.items():
+            q = quality["algorithm_fit"][coll][name]
+            print(f"  {coll:<9} {name:<22} a = {fit['a_s']:.3g} s, b = {fit['b']:.3g}  mu mean {q['mu_mean']:.3f}"
+                  f" (unscaled {fit['model']} {q['unscaled_mu_mean']:.3f})")
     for channel, q in quality.get("queue_search", {}).items():
         lo, hi = q["gamma_ci95"]
         print(f"  queue search (paper 001 eq. 3) {channel:<4} gamma = {q['gamma_s']:.3g} s "
@@ -408,6 +439,30 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         print(f"commcost: some MPI runs failed: {', '.join(failed)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _fit_algorithms(columns, sections: dict, quality: dict, notes: dict) -> None:
+    """Issue 7 item 3: T_measured = a + b T_model per measured (collective, algorithm), T_model under
+    the run's tau-Lop parameters if fitted, else Hockney's; into ``[algorithm_fit.<collective>.<name>]``
+    (a_s, b, model) and ``[meta.quality.algorithm_fit]`` (points, mu)."""
+    from commcost.calibration.fit_collectives import fit_algorithms, one_node_pricer
+
+    model = "taulop" if "shm" in sections.get("taulop", {}) else "hockney"
+    if "shm" not in sections.get(model, {}):
+        notes["algorithm_fit"] = ("no shm point-to-point parameters (pingpong or ringtau) to price the "
+                                  "schedules with; the per-algorithm fit needs them")
+        return
+    try:
+        fits, failed = fit_algorithms(columns, one_node_pricer(model, sections))
+    except InputError as exc:
+        notes["algorithm_fit"] = exc.message
+        return
+    if fits:
+        sections["algorithm_fit"] = {c: {a: {"a_s": f.a_s, "b": f.b, "model": model} for a, f in d.items()}
+                                     for c, d in fits.items()}
+        quality["algorithm_fit"] = {c: {a: f.report() for a, f in d.items()} for c, d in fits.items()}
+    if failed:
+        notes["algorithm_fit"] = failed
 
 
 def _quality(report: dict, npoints: int) -> dict:

@@ -10,8 +10,9 @@ killed run resumes), broadcasts the list to every rank, and appends each
 point (fsynced) as soon as it is measured. With ``--deadline-s`` (seconds
 of measuring, counted once MPI is up) every point gets the time left
 divided by the points left (at most ``--point-budget``), and points not
-started by the deadline are left for a later run. ``--algorithm`` names the broadcast algorithm the launcher forced
-(``--mca coll_tuned_bcast_algorithm``), recorded in the rows. Prints
+started by the deadline are left for a later run. ``--algorithm`` names the algorithm the launcher forced
+(``--mca coll_tuned_<collective>_algorithm``), recorded in the rows. The
+``reduction`` benchmark alone runs on one rank; the others need two. Prints
 nothing on success; on an error, one line on stderr and ``MPI_Abort`` so
 that no rank is left waiting.
 """
@@ -28,7 +29,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="commcost.cli.mpi_worker")
     p.add_argument("--out", required=True, help="measurements CSV to append to")
     p.add_argument("--channel", required=True, help="channel name to record (shm, tcp, ...)")
-    p.add_argument("--benchmarks", default="pingpong", help="comma-separated: pingpong,ringtau,nbft,bcast,hvpp")
+    p.add_argument("--benchmarks", default="pingpong", help="comma-separated: pingpong,ringtau,nbft,bcast,hvpp,reduction,"
+                                                             "allreduce,reduce,allgather,alltoall,scatter,gather")
     p.add_argument("--sizes", required=True, help="ping-pong and Ring_tau message sizes in bytes, comma-separated")
     p.add_argument("--algorithm", default="", help="name of the forced broadcast algorithm (bcast)")
     p.add_argument("--deadline-s", type=float, default=None, help="seconds for the whole run")
@@ -63,6 +65,11 @@ def _measure(bench, comm, point, opts: dict):
     if point.benchmark == "hvpp":
         return bench.high_volume_pingpong(comm, point.nbytes, point.tau, reverse=point.algorithm == "reversed",
                                           **{**opts, "min_reps": min(opts["min_reps"], 10)})
+    if point.benchmark == "reduction":
+        op, dtype = point.algorithm.split("_", 1)
+        return bench.reduce_local(comm, op, dtype, point.nbytes, **opts)
+    if point.benchmark == "collective":
+        return bench.collective(comm, point.collective, point.nbytes, **{**opts, "min_reps": min(opts["min_reps"], 10)})
     raise ValueError(f"no benchmark for {point.benchmark!r}")
 
 
@@ -75,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     comm = bench.world()
     rank, size = comm.Get_rank(), comm.Get_size()
     try:
-        if size < 2:
+        if size < 2 and args.benchmarks != ("reduction",):
             raise ValueError("the benchmarks need at least 2 ranks; run under mpirun -np 2")
         mpi = bench.library_version()
         host = socket.gethostname()

@@ -33,6 +33,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fanouts", default="", help="chain fan-outs to try (default: the library's)")
     p.add_argument("--radixes", default="", help="k-nomial radixes to try (default: the library's)")
     p.add_argument("--algorithms", default="", help="only these algorithm names (comma list)")
+    p.add_argument("--algorithm-fit", action="store_true",
+                   help="correct each Open MPI algorithm's price by the params file's [algorithm_fit.<collective>."
+                        "<name>] (a_s + b T, from calibrate --benchmarks ...,collectives)")
     p.add_argument("--format", default="table", choices=FORMATS)
     p.add_argument("--plot", type=Path, help="write a PNG map of the selection over (P, n)")
     p.add_argument("--write-ompi-rules", type=Path, metavar="FILE",
@@ -85,7 +88,28 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
         model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
     except InputError as exc:
         raise exc.located(source=str(args.params)) from None
-    return schedule_pricer(model, platform, mapping_of, args.root)
+    price = schedule_pricer(model, platform, mapping_of, args.root)
+    if getattr(args, "algorithm_fit", False):
+        price = _with_algorithm_fits(args, params, price)
+    return price
+
+
+def _with_algorithm_fits(args: argparse.Namespace, params, price):
+    """:func:`commcost.selection.select.scaled_pricer` with the file's fits for ``args.collective``; a fit made
+    under another model than ``--model`` is an error naming the file and the field."""
+    from commcost.io.params_file import ALGORITHM_FIT
+    from commcost.selection.select import scaled_pricer
+
+    fits = params.sections.get(ALGORITHM_FIT, {}).get(args.collective, {})
+    if not fits:
+        raise InputError(f"no [{ALGORITHM_FIT}.{args.collective}.<algorithm>] tables; run commcost calibrate "
+                         f"--benchmarks pingpong,{args.collective}", source=str(args.params), where="--algorithm-fit")
+    for name, fit in fits.items():
+        if fit.model and fit.model != args.model:
+            raise InputError(f"fitted under {fit.model}, priced here under {args.model}; expected --model "
+                             f"{fit.model}", source=str(args.params),
+                             where=f"{ALGORITHM_FIT}.{args.collective}.{name}.model")
+    return scaled_pricer(price, fits)
 
 
 def paper004_pricer(params, mapping_of, root: int):

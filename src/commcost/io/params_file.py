@@ -14,6 +14,14 @@
     [taulop.ib]                 # ... or the authors' C++ table format, relative to this file
     file = "ib.tsv"
 
+    [reduction.sum_double]      # gamma(m) of a reduction (commcost.models.reduction)
+    m = [0, 8, 4096]
+    time_s = [0.0, 1e-9, 4e-7]
+    [algorithm_fit.allreduce.ring]  # T = a_s + b * T_model for one Open MPI algorithm (calibrate)
+    a_s = 1.1e-5
+    b = 1.46
+    model = "hockney"
+
 A file need not have every model; asking for a model it lacks is an error
 that names the file and the missing section.
 """
@@ -56,6 +64,10 @@ class ParamSet:
             raise InputError(f"no [reduction.{op}] table; this file has {sorted(laws)}", source=self.source)
         return laws[op]
 
+    def algorithm_fit(self, collective: str, algorithm: str) -> "AlgorithmFit | None":
+        """The per-algorithm scale ``[algorithm_fit.<collective>.<algorithm>]`` (None when the file has none)."""
+        return self.sections.get(ALGORITHM_FIT, {}).get(collective, {}).get(algorithm)
+
     def for_model(self, name: str) -> Any:
         """The parameters of model ``name``, parsed and checked."""
         if name not in self.sections:
@@ -74,8 +86,8 @@ def load_params(path: str | Path) -> ParamSet:
     meta = data.pop("meta", {})
     sections: dict[str, Any] = {}
     for name, body in data.items():
-        if name not in MODELS and name not in (ompi_bcast_model.SECTION, "reduction"):
-            raise InputError(f"unknown section [{name}]; expected meta, reduction or one of "
+        if name not in MODELS and name not in (ompi_bcast_model.SECTION, "reduction", ALGORITHM_FIT):
+            raise InputError(f"unknown section [{name}]; expected meta, reduction, {ALGORITHM_FIT} or one of "
                              f"{sorted([*MODELS, ompi_bcast_model.SECTION])}", source=source, where=name)
         if not isinstance(body, dict):
             raise InputError("expected a table of parameters", source=source, where=name)
@@ -84,6 +96,8 @@ def load_params(path: str | Path) -> ParamSet:
                 sections[name] = _taulop_section(body, Path(path).parent, source)
             elif name == "reduction":
                 sections[name] = reduction_laws(body)
+            elif name == ALGORITHM_FIT:
+                sections[name] = algorithm_fits(body)
             elif name == ompi_bcast_model.SECTION:
                 sections[name] = ompi_bcast_model.Paper004Params.from_dict(body)
             else:
@@ -97,6 +111,54 @@ def load_params(path: str | Path) -> ParamSet:
             where = f"line {line}: {dotted}" if line else dotted
             raise InputError(exc.message, source=source, where=where) from None
     return ParamSet(source, sections, meta)
+
+
+ALGORITHM_FIT = "algorithm_fit"
+
+
+@dataclass(frozen=True)
+class AlgorithmFit:
+    """T_measured ~= a_s + b T_model for one algorithm (issue 7 item 3; paper 004 section 5.2's method),
+    fitted by ``commcost calibrate`` with T_model priced under ``model``."""
+
+    a_s: float
+    b: float
+    model: str = ""
+
+    def apply(self, model_s):
+        """a_s + b T_model (seconds)."""
+        return self.a_s + self.b * model_s
+
+
+def algorithm_fits(body: dict[str, Any]) -> dict[str, dict[str, AlgorithmFit]]:
+    """``[algorithm_fit.<collective>.<algorithm>] a_s = ..., b = ..., model = "..."``; errors name the field."""
+    from commcost.collectives import Collective
+
+    known = [c.value for c in Collective]
+    out: dict[str, dict[str, AlgorithmFit]] = {}
+    for coll, algos in body.items():
+        if coll not in known:
+            raise InputError(f"unknown collective; expected one of {', '.join(known)}", where=coll)
+        if not isinstance(algos, dict):
+            raise InputError("expected one table per algorithm", where=coll)
+        for name, fit in algos.items():
+            where = f"{coll}.{name}"
+            if not isinstance(fit, dict):
+                raise InputError("expected a table a_s, b, model", where=where)
+            unknown = set(fit) - {"a_s", "b", "model"}
+            if unknown:
+                raise InputError(f"unknown key {sorted(unknown)[0]!r}; expected a_s, b and model", where=where)
+            for key in ("a_s", "b"):
+                value = fit.get(key)
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                    raise InputError(f"expected a number, got {value!r}", where=f"{where}.{key}")
+            if not fit["b"] > 0:
+                raise InputError(f"expected b > 0, got {fit['b']!r}", where=f"{where}.b")
+            model = fit.get("model", "")
+            if not isinstance(model, str):
+                raise InputError(f"expected a model name, got {model!r}", where=f"{where}.model")
+            out.setdefault(coll, {})[name] = AlgorithmFit(float(fit["a_s"]), float(fit["b"]), model)
+    return out
 
 
 def _taulop_section(body: dict[str, Any], base: Path, source: str) -> TauLopParams:

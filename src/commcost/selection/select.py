@@ -126,3 +126,24 @@ def schedule_pricer(model: Model, platform: Platform, mapping_of: Callable[[int]
         return price_sizes(choice.algorithm, dict(choice.params), nprocs, sizes, platform, cache[nprocs], model,
                            root, bound=bound)
     return price
+
+
+def scaled_pricer(price: Pricer, fits: TMapping[str, object]) -> Pricer:
+    """``price`` corrected per algorithm by a calibration: a_s + b T for an Open MPI algorithm with a fit.
+
+    What for: ``commcost calibrate`` fits T_measured ~= a_s + b T_model per
+    forced Open MPI algorithm (``[algorithm_fit.<collective>.<name>]``,
+    issue 7 item 3, paper 004 section 5.2's per-algorithm calibration);
+    selecting with it compares the algorithms as measured, not only as
+    modelled. ``fits`` maps an algorithm name to an object with ``a_s``,
+    ``b`` (:class:`commcost.io.params_file.AlgorithmFit`); other algorithms
+    keep the model's price. A pruning bound B on the corrected time is
+    (B - a_s) / b on the model's.
+    """
+    def scaled(choice: Choice, nprocs: int, sizes: Sequence[int], bound: np.ndarray | None = None) -> np.ndarray:
+        fit = fits.get(choice.algorithm.name) if choice.algorithm.library == "ompi" else None
+        if fit is None:
+            return price(choice, nprocs, sizes, bound)
+        inner = None if bound is None else (np.asarray(bound, dtype=np.float64) - fit.a_s) / fit.b
+        return fit.a_s + fit.b * np.asarray(price(choice, nprocs, sizes, inner), dtype=np.float64)
+    return scaled
