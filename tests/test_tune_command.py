@@ -25,7 +25,7 @@ def tuned(tmp_path_factory) -> tuple[Path, str]:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = main(["tune", "--procs", "2", "--budget", "90", "--out", str(out), "--select-procs", "2..16",
-                     "--ppn", "2", "--sizes", "1..1MiB", "--quiet"])
+                     "--ppn", "2", "--sizes", "1..1MiB", "--collectives", "bcast,allreduce,alltoall", "--quiet"])
     assert code == 0, buffer.getvalue()
     return out, buffer.getvalue()
 
@@ -42,18 +42,32 @@ def test_tune_writes_measurements_parameters_rules_map_and_a_report(tuned):
     assert rules.decide_call(Collective.BCAST, 2, 1024) is not None
 
 
-@pytest.mark.parametrize("nbytes", [64, 300_000])
-def test_open_mpi_runs_what_the_tuned_file_says(tuned, nbytes):
-    """On 2 ranks with the tuned file, the messages Open MPI sends are those of the rule's algorithm."""
+# pml monitoring does not count the persistent requests of alltoall basic_linear (Open MPI 5.0.11)
+UNSEEN = {(Collective.ALLTOALL, 1)}
+
+
+@pytest.mark.parametrize("collective", [Collective.BCAST, Collective.ALLREDUCE, Collective.ALLTOALL],
+                         ids=lambda c: c.value)
+def test_open_mpi_runs_what_the_tuned_file_says(tuned, collective):
+    """With the one tuned file, the messages Open MPI sends are those of each rule's algorithm (2 and 4 ranks)."""
     out, _ = tuned
-    rule = read_ompi_rules(out / "ompi-rules.conf").decide_call(Collective.BCAST, 2, nbytes)
-    assert rule is not None and rule.alg > 0
-    params = {"segsize": rule.segsize} if rule.segsize else {}
-    algorithm = find(Collective.BCAST, str(rule.alg))
-    params = {k: v for k, v in params.items() if any(p.name == k for p in algorithm.params)}
-    if algorithm.name == "chain" and rule.faninout:
-        params["fanout"] = rule.faninout
-    expected = ompi_monitoring.traffic_of_schedule(build(algorithm, Case(Collective.BCAST, 2, nbytes), params).schedule)
-    seen = ompi_monitoring.run_monitored("bcast", 2, nbytes, mca={
-        "coll_tuned_use_dynamic_rules": "1", "coll_tuned_dynamic_rules_filename": str(out / "ompi-rules.conf")})
-    assert seen == expected
+    rules = read_ompi_rules(out / "ompi-rules.conf")
+    checked = 0
+    for nprocs, nbytes in ((2, 64), (2, 8192), (2, 300_000), (4, 8), (4, 64), (4, 65536)):
+        rule = rules.decide_call(collective, nprocs, nbytes)
+        assert rule is not None and rule.alg > 0, (collective, nbytes)
+        if (collective, rule.alg) in UNSEEN:
+            continue
+        algorithm = find(collective, str(rule.alg))
+        params = {}
+        if rule.segsize and any(p.name == "segsize" for p in algorithm.params):
+            params["segsize"] = rule.segsize
+        if rule.faninout and any(p.name == "fanout" for p in algorithm.params):
+            params["fanout"] = rule.faninout
+        schedule = build(algorithm, Case(collective, nprocs, nbytes), params).schedule
+        seen = ompi_monitoring.run_monitored(collective.value, nprocs, nbytes, mca={
+            "coll_tuned_use_dynamic_rules": "1", "coll_tuned_dynamic_rules_filename": str(out / "ompi-rules.conf")})
+        assert seen == ompi_monitoring.traffic_of_schedule(schedule), (collective, nprocs, nbytes, algorithm.key)
+        checked += 1
+    if not checked:  # what the calibration measured made every pick one the signal cannot see
+        pytest.skip(f"every {collective.value} pick is one pml monitoring does not count ({UNSEEN})")
