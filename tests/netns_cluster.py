@@ -38,13 +38,21 @@ SUBNET = "10.77.0"  # private /24 used only inside the cluster's own namespaces
 HEAD_HOST = 254
 
 
-def netns_available() -> str | None:
-    """Why a namespace cluster cannot be built here (``None`` when it can): root, ip, unshare, tc."""
+def netns_missing() -> str | None:
+    """Why a namespace cluster cannot be built here, from checks that create nothing: root, ip, unshare, tc."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return "needs root (network namespaces)"
     for tool in ("ip", "unshare", "tc"):
         if shutil.which(tool) is None:
             return f"needs {tool!r} on PATH"
+    return None
+
+
+def netns_available() -> str | None:
+    """Why a namespace cluster cannot be built here (``None`` when it can): :func:`netns_missing`, then a probe."""
+    missing = netns_missing()
+    if missing:
+        return missing
     probe = f"ccprobe{os.getpid()}"
     try:
         _sh(["ip", "netns", "add", probe])

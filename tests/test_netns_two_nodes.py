@@ -15,7 +15,6 @@ import importlib.util
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ from commcost.errors import InputError
 from commcost.io.measurements import read_measurements
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from netns_cluster import NetnsCluster, netns_available, netns_cluster  # noqa: E402
+from netns_cluster import NetnsCluster, netns_available, netns_cluster, netns_missing  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
@@ -43,11 +42,9 @@ ENV = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHON
 
 def _cheap_reason() -> str | None:
     """Why the real tests cannot run, from checks that create nothing."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "needs root (network namespaces)"
-    for tool in ("ip", "unshare", "tc"):
-        if shutil.which(tool) is None:
-            return f"needs {tool!r} on PATH"
+    missing = netns_missing()
+    if missing:
+        return missing
     if importlib.util.find_spec("mpi4py") is None:
         return "needs mpi4py"
     if not (Path(sys.executable).parent / "mpirun").is_file():
