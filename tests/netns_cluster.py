@@ -20,6 +20,11 @@ removes every link. Needs root, ``ip`` (iproute2), ``unshare`` and ``tc``.
 
 Use :func:`netns_cluster` (a context manager that tears everything down,
 also on errors) or :func:`netns_available` to skip when it cannot run.
+From a shell, ``python tests/netns_cluster.py [--rate 20mbit] -- COMMAND...``
+builds a cluster, runs COMMAND with ``CC_MPIRUN`` (an mpirun line for the
+cluster, without ``-np`` or program), ``CC_NODES``, ``CC_HEAD``,
+``CC_HOSTFILE`` and ``CC_AGENT`` in its environment, tears the cluster down
+and exits with COMMAND's status (docs/two-nodes.md).
 """
 
 from __future__ import annotations
@@ -93,14 +98,14 @@ class NetnsCluster:
         """``cmd`` run inside one node's namespace."""
         return ["ip", "netns", "exec", node, *cmd]
 
-    def mpirun(self, np: int, mpirun: str | None = None, extra: Sequence[str] = ()) -> list[str]:
-        """An mpirun line for ``np`` ranks on the cluster's nodes (run in the head namespace).
+    def mpirun(self, np: int | None, mpirun: str | None = None, extra: Sequence[str] = ()) -> list[str]:
+        """An mpirun line for ``np`` ranks on the cluster's nodes (run in the head namespace); no ``-np`` if None.
 
         ``extra`` goes before the program: ``--map-by node`` for round-robin,
         ``--map-by slot`` (default) for sequential, ``--mca btl tcp,self``, ...
         """
         mpirun = mpirun or str(Path(sys.executable).parent / "mpirun")
-        line = [mpirun, "-np", str(np), "--hostfile", str(self.hostfile),
+        line = [mpirun, *(["-np", str(np)] if np else []), "--hostfile", str(self.hostfile),
                 "--prtemca", "plm_ssh_agent", str(self.agent), "--bind-to", "none",
                 "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24", "--mca", "oob_tcp_if_include", f"{SUBNET}.0/24"]
         if os.geteuid() == 0:
@@ -178,3 +183,33 @@ def netns_cluster(workdir: Path, nnodes: int = 2, slots: int = 2, rate: str | No
                            hostfile=hostfile, agent=agent, addresses=addresses, rate=rate)
     finally:
         _teardown(made)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python tests/netns_cluster.py [options] -- COMMAND...``: COMMAND's exit status, run on a fresh cluster."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="netns_cluster.py", description=main.__doc__)
+    p.add_argument("--nodes", type=int, default=2, help="number of nodes (default 2)")
+    p.add_argument("--slots", type=int, default=2, help="slots per node in the hostfile (default 2)")
+    p.add_argument("--rate", help="cap each node's link with tc tbf, e.g. 20mbit (default: no cap)")
+    p.add_argument("--prefix", help="name prefix of namespaces and links (default cc + pid)")
+    p.add_argument("--workdir", type=Path, default=Path("netns-cluster"), help="hostfile and agent go here")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="command to run (after --)")
+    args = p.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        p.error("expected a command after --")
+    reason = netns_available()
+    if reason:
+        print(f"netns_cluster: {reason}", file=sys.stderr)
+        return 2
+    with netns_cluster(args.workdir, nnodes=args.nodes, slots=args.slots, rate=args.rate,
+                       prefix=args.prefix) as cluster:
+        env = dict(os.environ, CC_MPIRUN=shlex.join(cluster.mpirun(None)), CC_NODES=" ".join(cluster.nodes),
+                   CC_HEAD=cluster.head, CC_HOSTFILE=str(cluster.hostfile), CC_AGENT=str(cluster.agent))
+        return subprocess.run(command, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
