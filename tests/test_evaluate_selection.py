@@ -80,3 +80,20 @@ def test_evaluate_selection_bad_input_is_one_line(capsys, tables):
     err = capsys.readouterr().err
     assert code == 2 and "no (P, n) point with measured times of two or more bcast algorithms" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_evaluate_selection_applies_per_algorithm_fits(capsys, tables, tmp_path):
+    """A fit that makes basic_linear look 1000 times dearer keeps the model from picking it."""
+    params = tmp_path / "fitted.toml"
+    params.write_text("[hockney.shm]\nalpha_s = 1.7e-7\nbeta_s_per_byte = 2.4e-10\n"
+                      "[algorithm_fit.bcast.basic_linear]\na_s = 0.0\nb = 1000.0\nmodel = \"hockney\"\n")
+    argv = ["evaluate-selection", "--train", str(params), "--test", str(tables / "test.csv"),
+            "--platform", str(tables / "node.toml"), "--ppn", "4", "--format", "json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--algorithm-fit"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    name = "model-based (hockney, fitted per algorithm)"
+    picks = [p["picks"][name]["choice"] for p in fitted["points"]]
+    assert "basic_linear" in [p["picks"]["model-based (hockney)"]["choice"] for p in plain["points"]]
+    assert "basic_linear" not in picks and len(picks) == 15

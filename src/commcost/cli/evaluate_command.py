@@ -32,6 +32,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", type=int, default=0)
     p.add_argument("--transfers", action="append", default=[], metavar="CHANNEL=K",
                    help="tau-Lop transfers per transmission of a channel when fitting (default shm=2)")
+    p.add_argument("--algorithm-fit", action="store_true",
+                   help="correct each Open MPI algorithm's price by the trained parameter file's "
+                        "[algorithm_fit.<collective>.<name>] (a_s + b T_model, from commcost calibrate)")
     p.add_argument("--format", default="table", choices=["table", "json"])
 
 
@@ -117,6 +120,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     sizes = sorted({n for _, n in measured})
     choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
     price = schedule_pricer(model, platform, lambda n: _load_mapping(args, platform, spec, n), args.root)
+    if args.algorithm_fit:
+        from commcost.cli.select_command import _with_algorithm_fits
+
+        if args.train.suffix.lower() != ".toml":
+            raise InputError("per-algorithm fits come from a parameter file; expected --train PARAMS.toml",
+                             where="--algorithm-fit")
+        price = _with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
+                                                        params=args.train), params, price)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
 
     def ompi_default(nprocs: int, nbytes: int):
@@ -124,7 +135,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             return None
         return as_choice(decide(collective, nprocs, nbytes))
 
-    strategies = {f"model-based ({args.model})": result.selection.choice, "Open MPI default": ompi_default}
+    label = f"model-based ({args.model}{', fitted per algorithm' if args.algorithm_fit else ''})"
+    strategies = {label: result.selection.choice, "Open MPI default": ompi_default}
     scores = penalties(measured, strategies)
     names = [*strategies, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}
