@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,53 +83,60 @@ def _staircase(jobs: PhaseJobs, laws: list[TransmissionLaw], trace: bool) -> Pha
     return PhaseResult(job_end, pieces)
 
 
-def staircase(group: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, laws: list[TransmissionLaw],
-              scale: np.ndarray | None = None):
-    """End times of jobs that all start at once, A2 within each ``group`` (a contention domain).
+class _Steps(NamedTuple):
+    """Jobs sorted by (group, size), each with the piece it opens: tau jobs moving ``delta`` more bytes."""
 
-    Sorted by size inside a group, job k (of n) ends after the pieces
-    tau||T(m_i - m_{i-1}) for i <= k with tau = n - i + 1: the paper's
-    staircase T(m1)||...||T(mn) = n||T(m1) + (n-1)||T(m2 - m1) + ...
-    (paper 000 eq. 5-7, exact when all start together). With ``scale``
-    (K factors) the same jobs are priced with every size multiplied by each
-    factor, returning a (K, n) array: sorting does not change with a positive
-    factor, so one sort serves all.
-    """
+    order: np.ndarray  # sorted position -> job
+    group: np.ndarray
+    channel: np.ndarray
+    group_start: np.ndarray  # first job of its group
+    start_idx: np.ndarray  # sorted position of each group's first job
+    gid: np.ndarray  # group number of each sorted job
+    tau: np.ndarray
+    delta: np.ndarray
+    charged: np.ndarray  # the piece is priced: a group's first, or one that moves bytes
+
+
+def _steps(group: np.ndarray, channel: np.ndarray, nbytes: np.ndarray) -> _Steps:
+    """The staircase of jobs that all start at once (paper 000 eq. 5-7): inside a group, sorted by size,
+    job k of n opens the piece (n - k)||T(m_k - m_{k-1})."""
     order = np.lexsort((nbytes, group))
-    dom = group[order]
-    size = nbytes[order]
-    chan = channel[order]
+    dom, size, chan = group[order], nbytes[order], channel[order]
     n = len(order)
     group_start = np.ones(n, dtype=bool)
     group_start[1:] = dom[1:] != dom[:-1]
     start_idx = np.flatnonzero(group_start)
     gid = np.cumsum(group_start) - 1
-    group_size = np.diff(np.append(start_idx, n))
-    k = np.arange(n) - start_idx[gid]
-    tau = group_size[gid] - k
-    prev = np.empty(n)
-    if n:
-        prev[0] = 0.0
-    prev[1:] = size[:-1]
-    prev[group_start] = 0.0
-    delta = size - prev
-    charged = group_start | (delta > 0)
-    factors = np.ones(1) if scale is None else np.asarray(scale, dtype=np.float64)
-    cost = np.zeros((len(factors), n))
-    for c in np.unique(chan[charged]):
-        sel = charged & (chan == c)
-        d = delta[sel][None, :] * factors[:, None]
-        cost[:, sel] = laws[c].times(d, np.broadcast_to(tau[sel], d.shape)).reshape(d.shape)
-    cum = np.cumsum(cost, axis=1)
-    base = cum[:, start_idx] - cost[:, start_idx]
-    end_sorted = cum - base[:, gid]
-    job_end = np.empty((len(factors), n))
-    job_end[:, order] = end_sorted
-    if scale is None:
-        job_end = job_end[0]
-        steps = (dom, chan, tau, delta, end_sorted[0] - cost[0], end_sorted[0], charged)
-        return job_end, steps
-    return job_end, None
+    ends = np.empty(len(start_idx), np.int64)
+    ends[:-1] = start_idx[1:]
+    if len(ends):
+        ends[-1] = n
+    tau = (ends - start_idx)[gid] - (np.arange(n) - start_idx[gid])
+    delta = size.copy()
+    delta[1:] -= size[:-1]
+    delta[group_start] = size[group_start]
+    return _Steps(order, dom, chan, group_start, start_idx, gid, tau, delta, group_start | (delta > 0))
+
+
+def staircase(group: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, laws: list[TransmissionLaw]):
+    """End times of jobs that all start at once, A2 within each ``group`` (a contention domain).
+
+    Sorted by size inside a group, job k (of n) ends after the pieces
+    tau||T(m_i - m_{i-1}) for i <= k with tau = n - i + 1: the paper's
+    staircase T(m1)||...||T(mn) = n||T(m1) + (n-1)||T(m2 - m1) + ...
+    (paper 000 eq. 5-7, exact when all start together). Returns the end
+    times and the pieces (group, channel, tau, delta, start, end, charged).
+    """
+    st = _steps(group, channel, nbytes)
+    cost = np.zeros(len(st.order))
+    for c in np.unique(st.channel[st.charged]):
+        sel = st.charged & (st.channel == c)
+        cost[sel] = laws[c].times(st.delta[sel], st.tau[sel])
+    cum = np.cumsum(cost)
+    end_sorted = cum - (cum[st.start_idx] - cost[st.start_idx])[st.gid]
+    job_end = np.empty(len(st.order))
+    job_end[st.order] = end_sorted
+    return job_end, (st.group, st.channel, st.tau, st.delta, end_sorted - cost, end_sorted, st.charged)
 
 
 def staircase_phase_times(group: np.ndarray, phase: np.ndarray, channel: np.ndarray, nbytes: np.ndarray,
@@ -139,34 +147,21 @@ def staircase_phase_times(group: np.ndarray, phase: np.ndarray, channel: np.ndar
     the sum of its pieces tau||T(delta)), but only what a total needs: the
     pieces are priced once per distinct (channel, tau, delta), however many
     groups share them (the nodes of a regular collective repeat each
-    other), and each phase keeps its slowest group. ``group`` must number
-    groups so that a group lies in one ``phase``.
+    other), and each phase keeps its slowest group. A positive factor does
+    not change the sort, so one sort serves every factor. ``group`` must
+    number groups so that a group lies in one ``phase``.
     """
     factors = np.asarray(scale, dtype=np.float64)
     out = np.zeros((len(factors), nphases))
     if not len(group):
         return out
-    order = np.lexsort((nbytes, group))
-    dom, size, chan = group[order], nbytes[order], channel[order]
-    n = len(order)
-    group_start = np.ones(n, dtype=bool)
-    group_start[1:] = dom[1:] != dom[:-1]
-    start_idx = np.flatnonzero(group_start)
-    gid = np.cumsum(group_start) - 1
-    ends = np.empty(len(start_idx), np.int64)
-    ends[:-1] = start_idx[1:]
-    ends[-1] = n
-    tau = (ends - start_idx)[gid] - (np.arange(n) - start_idx[gid])
-    delta = size.copy()
-    delta[1:] -= size[:-1]
-    delta[group_start] = size[group_start]
-    charged = group_start | (delta > 0)
-    p_chan, p_tau, p_delta = chan[charged], tau[charged], delta[charged]
+    st = _steps(group, channel, nbytes)
+    p_chan, p_tau, p_delta = st.channel[st.charged], st.tau[st.charged], st.delta[st.charged]
     # distinct pieces: sort by (channel, tau, delta) and cut where any changes
     by = np.lexsort((p_delta, p_tau, p_chan))
     new = np.ones(len(by), dtype=bool)
-    sc, st, sd = p_chan[by], p_tau[by], p_delta[by]
-    new[1:] = (sc[1:] != sc[:-1]) | (st[1:] != st[:-1]) | (sd[1:] != sd[:-1])
+    sc, stau, sd = p_chan[by], p_tau[by], p_delta[by]
+    new[1:] = (sc[1:] != sc[:-1]) | (stau[1:] != stau[:-1]) | (sd[1:] != sd[:-1])
     first = by[new]
     inverse = np.empty(len(by), dtype=np.int64)
     inverse[by] = np.cumsum(new) - 1
@@ -177,9 +172,9 @@ def staircase_phase_times(group: np.ndarray, phase: np.ndarray, channel: np.ndar
         d = u_delta[sel][:, None] * factors[None, :]
         cost[sel] = laws[c].times(d, np.broadcast_to(u_tau[sel][:, None], d.shape)).reshape(d.shape)
     # each group's total: its pieces, in order, are consecutive
-    piece_group_start = np.flatnonzero(group_start[charged])
+    piece_group_start = np.flatnonzero(st.group_start[st.charged])
     group_total = np.add.reduceat(cost[inverse], piece_group_start, axis=0)
-    group_phase = phase[order][start_idx]
+    group_phase = phase[st.order][st.start_idx]
     phase_new = np.ones(len(group_phase), dtype=bool)
     phase_new[1:] = group_phase[1:] != group_phase[:-1]
     phase_first = np.flatnonzero(phase_new)

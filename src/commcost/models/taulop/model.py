@@ -99,7 +99,7 @@ class TauLop(Model):
         return _Split(jobs, group, phase_of_job, easy, parts)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        laws = channel_laws(self.params, placed, self._laws)
+        laws = self.laws_for(placed)
         if not self.fast:
             end = np.zeros(placed.schedule.ntransmissions)
             for sl, jobs in self._phase_jobs(placed):
@@ -128,15 +128,11 @@ class TauLop(Model):
         if not self.fast or (self.reduction is not None and s.combine.any()):
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
-        laws = channel_laws(self.params, placed, self._laws)
+        laws = self.laws_for(placed)
         split = self._split(placed)
         jobs, easy = split.jobs, split.easy
-        if split.hard:
-            phase_time = staircase_phase_times(split.group[easy], split.phase_of_job[easy], jobs.channel[easy],
-                                               jobs.nbytes[easy], laws, factors, s.nphases)
-        else:
-            phase_time = staircase_phase_times(split.group, split.phase_of_job, jobs.channel, jobs.nbytes, laws,
-                                               factors, s.nphases)
+        phase_time = staircase_phase_times(split.group[easy], split.phase_of_job[easy], jobs.channel[easy],
+                                           jobs.nbytes[easy], laws, factors, s.nphases)
         for idx, part in split.hard:
             phase = int(s.phase[idx[0]])
             for k, f in enumerate(factors.tolist()):
@@ -152,7 +148,7 @@ class TauLop(Model):
         return algebra.merge_a1(algebra.concat(runs)), phases
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
-        laws = channel_laws(self.params, placed, self._laws)
+        laws = self.laws_for(placed)
         ids = [ch.id for ch in placed.platform.channels]
         unit = placed.schedule.unit.nbytes
         total, phases = self.formula(placed)
