@@ -66,30 +66,31 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     if not algorithm.supports(nprocs):  # Open MPI refuses it on this many ranks (two_proc on P != 2)
         return np.full(len(sizes), np.inf)
     out = np.empty(len(sizes))
+    segsize = values.get("segsize", 0)
+    from_tree: list[int] = []  # sizes a segmented tree pipeline prices from its tree (pipeline_price)
+    if sweep and algorithm.pipelined and isinstance(model, TauLop) and segsize > 0:
+        from_tree = [i for i in range(len(sizes)) if sizes[i] > segsize]
+    if from_tree:
+        unit = build(algorithm, Case(algorithm.collective, nprocs, 1, root), values).schedule
+        placed = PlacedSchedule.of(unit, platform, mapping)
+        laws = [law for law in model.laws_for(placed) if law is not None]  # type: ignore[attr-defined]
+        for i in from_tree:
+            nseg = -(-int(sizes[i]) // segsize)
+            last = float(sizes[i] - (nseg - 1) * segsize)
+            # every phase lasts at least one lone transmission of the last segment on the cheapest channel
+            floor = (unit.nphases + nseg - 1) * min(law.time(last, 1) for law in laws)
+            if bound is not None and floor >= bound[i]:
+                out[i] = np.inf
+                continue
+            out[i] = pipeline_time_s(model, placed, nseg, float(segsize), last)  # type: ignore[arg-type]
+    tree_priced = set(from_tree)
     groups: dict[int, list[int]] = {}
     for m_index, nbytes in enumerate(sizes):
-        unit = algorithm.scale_unit(values, nprocs, int(nbytes)) if sweep else None
-        key = unit if unit is not None and hasattr(model, "price_scaled") else -1 - m_index
+        if m_index in tree_priced:
+            continue
+        unit_n = algorithm.scale_unit(values, nprocs, int(nbytes)) if sweep else None
+        key = unit_n if unit_n is not None and hasattr(model, "price_scaled") else -1 - m_index
         groups.setdefault(key, []).append(m_index)
-    segsize = values.get("segsize", 0)
-    if sweep and algorithm.pipelined and isinstance(model, TauLop) and segsize > 0:
-        # a segmented tree pipeline under tau-Lop: priced from its tree (pipeline_price), no schedule built
-        long = [i for i in range(len(sizes)) if sizes[i] > segsize]
-        if long:
-            unit = build(algorithm, Case(algorithm.collective, nprocs, 1, root), values).schedule
-            placed = PlacedSchedule.of(unit, platform, mapping)
-            laws = [law for law in model.laws_for(placed) if law is not None]
-            for i in long:
-                nseg = -(-int(sizes[i]) // segsize)
-                last = float(sizes[i] - (nseg - 1) * segsize)
-                # every phase lasts at least one lone transmission of the last segment on the cheapest channel
-                floor = (unit.nphases + nseg - 1) * min(law.time(last, 1) for law in laws)
-                if bound is not None and floor >= bound[i]:
-                    out[i] = np.inf
-                    continue
-                out[i] = pipeline_time_s(model, placed, nseg, float(segsize), last)
-            groups = {k: [i for i in v if i not in long] for k, v in groups.items()}
-            groups = {k: v for k, v in groups.items() if v}
     phases_seen: dict[bytes, np.ndarray] = {}
     for key, members in groups.items():
         nbytes = key if key > 0 else int(sizes[members[0]])
@@ -101,11 +102,11 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
             continue
         # sizes whose schedules differ only in how often phases repeat (a long pipeline's steady steps)
         # share one pricing of the phases
-        same = _without_repeats(schedule) if sweep else b""
-        phase_time = phases_seen.get(same) if sweep else None
+        same = _without_repeats(schedule) if sweep else None
+        phase_time = phases_seen.get(same) if same is not None else None
         if phase_time is None:
             phase_time = model.phase_times_s(PlacedSchedule.of(schedule, platform, mapping))
-            if sweep:
+            if same is not None:
                 phases_seen[same] = phase_time
         out[members[0]] = float(phase_time @ schedule.repeat)
     return out
@@ -113,5 +114,5 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
 
 def _without_repeats(schedule) -> bytes:
     """A schedule's transmissions and phases, all but the repeat counts, as one key."""
-    parts = (schedule.src, schedule.dst, schedule.nbytes, schedule.phase, schedule.posted)
+    parts = (schedule.src, schedule.dst, schedule.nbytes, schedule.phase, schedule.posted, schedule.combine)
     return b"|".join(np.ascontiguousarray(a).tobytes() for a in parts) + str(schedule.nprocs).encode()
