@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from commcost.cli.main import PAPER004, command
@@ -152,14 +153,16 @@ def _select(args: argparse.Namespace) -> int:
                          where="--algorithms")
     price = make_pricer(args, procs)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    best = result.best_index
-    chosen = [[choices[best[p, m]] for m in range(len(sizes))] for p in range(len(procs))]
+    chosen = result.chosen
     default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
     title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
              f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
     if args.plot:
         plot_map(args.plot, procs, sizes, chosen, title)
-    write_tuning_files(args, [result.selection])
+    written = write_tuning_files(args, [result.selection])
+    if args.format != "table":  # stdout stays machine-readable
+        for line in written:
+            print(f"commcost: wrote {line}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps({"collective": collective.value, "library": args.library, "model": args.model,
                           "procs": procs, "sizes": sizes, "rules": rule_rows(result.selection),
@@ -189,6 +192,8 @@ def _select(args: argparse.Namespace) -> int:
                                    f"{args.model}:"))
         if args.plot:
             print(f"\n  map: {args.plot}")
+        for line in written:
+            print(f"  wrote {line}")
     return 0
 
 

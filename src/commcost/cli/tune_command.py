@@ -167,8 +167,7 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
     choices = candidates(collective, library, variables(opts))
     price = make_pricer(opts, procs)
     result = select(collective, library, choices, procs, sizes, price, source=f"commcost tune, model {model}")
-    best = result.best_index
-    chosen = [[choices[best[p, m]] for m in range(len(sizes))] for p in range(len(procs))]
+    chosen = result.chosen
     title = f"{collective.value} ({library}): best algorithm by {model}"
     plot_map(args.out / f"{collective.value}-{library}-map.png", procs, sizes, chosen, title)
     text = render_rules(result.selection, title)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from commcost.selection.decision import Choice, Selection
-from commcost.units import format_nbytes, format_seconds
+from commcost.units import format_nbytes
 
 
 def rule_rows(selection: Selection) -> list[dict[str, Any]]:
@@ -92,8 +92,3 @@ def render_penalties(rows: dict[str, dict[str, float]], title: str) -> str:
         lines.append(f"  {name:<28} {s['points']:>6} {s['mean_pct']:>8.1f}% {s['max_pct']:>8.1f}% "
                      f"{100 * s['within_5pct']:>6.0f}% {100 * s['within_10pct']:>6.0f}%{missing}")
     return "\n".join(lines)
-
-
-def seconds(value: float) -> str:
-    """A time for a table cell ('-' when not priced)."""
-    return format_seconds(value) if np.isfinite(value) else "-"

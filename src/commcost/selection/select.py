@@ -80,6 +80,11 @@ class SelectionResult:
         """``[p, m]``: the fastest candidate's predicted time."""
         return np.min(self.time_s, axis=0)
 
+    @property
+    def chosen(self) -> list[list[Choice]]:
+        """``[p][m]``: the fastest candidate itself."""
+        return _chosen(self.choices, self.time_s)
+
     def time_of(self, choice: Choice) -> np.ndarray:
         """``[p, m]``: one candidate's predicted times."""
         return self.time_s[self.choices.index(choice)]
@@ -102,10 +107,14 @@ def select(collective: Collective, library: str, choices: Sequence[Choice], proc
             choice = choices[c_index]
             time_s[c_index, p_index] = price(choice, nprocs, sizes, best)
             best = np.minimum(best, time_s[c_index, p_index])
-    best = np.argmin(time_s, axis=0)
-    grid = [[choices[best[p, m]] for m in range(len(sizes))] for p in range(len(procs))]
-    selection = compress(collective, library, procs, sizes, grid, source)
+    selection = compress(collective, library, procs, sizes, _chosen(choices, time_s), source)
     return SelectionResult(tuple(choices), tuple(procs), tuple(sizes), time_s, selection)
+
+
+def _chosen(choices: Sequence[Choice], time_s: np.ndarray) -> list[list[Choice]]:
+    """``[p][m]``: the candidate of least time at each point (the first listed on a tie)."""
+    best = np.argmin(time_s, axis=0)
+    return [[choices[c] for c in row] for row in best.tolist()]
 
 
 def _pricing_order(choice: Choice) -> tuple[bool, bool]:
