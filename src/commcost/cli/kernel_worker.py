@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from commcost.cli.rank_errors import run_or_abort
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="commcost.cli.kernel_worker")
@@ -30,23 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     from commcost.kernels import summa, wave2d
 
     comm = mpi_benchmarks.world()
-    rank = comm.Get_rank()
-    try:
+
+    def measure() -> None:
         part = read_partition(args.partition)
         # Algorithm 1 posts the pbc sends (MPI_Isend) and sends the pbr with MPI_Send.
         schedule = summa(part, posted_pbc=True) if args.kernel == "summa" else wave2d(part, args.steps)
         times = kernel_benchmarks.time_iterations(comm, schedule)
-        if rank == 0:
+        if comm.Get_rank() == 0:
             args.out.write_text(json.dumps({
                 "kernel": args.kernel, "partition": str(args.partition), "nprocs": part.nprocs,
                 "mpi": mpi_benchmarks.library_version(),
                 "iterations_s": times.tolist(), "time_s": float(times.sum())}))
-    except Exception as exc:  # one line, then abort every rank
-        print(f"commcost kernel_worker (rank {rank}): {exc}", file=sys.stderr, flush=True)
-        comm.Abort(1)
-        return 1
-    return 0
-
+    return run_or_abort("kernel_worker", comm, measure)
 
 if __name__ == "__main__":
     sys.exit(main())

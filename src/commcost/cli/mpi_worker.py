@@ -24,6 +24,8 @@ import socket
 import sys
 import time
 
+from commcost.cli.rank_errors import run_or_abort
+
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="commcost.cli.mpi_worker")
@@ -81,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
     comm = bench.world()
     rank, size = comm.Get_rank(), comm.Get_size()
-    try:
+
+    def measure() -> None:
         if size < 2 and args.benchmarks != ("reduction",):
             raise ValueError("the benchmarks need at least 2 ranks; run under mpirun -np 2")
         mpi = bench.library_version()
@@ -123,11 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             if rank == 0:
                 store.append(row(point, stats))
         comm.Barrier()
-    except Exception as exc:  # one line, then abort every rank
-        print(f"commcost mpi_worker (rank {rank}): {exc}", file=sys.stderr, flush=True)
-        comm.Abort(1)
-        return 1
-    return 0
+
+    return run_or_abort("mpi_worker", comm, measure)
 
 
 if __name__ == "__main__":
