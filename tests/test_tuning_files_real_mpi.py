@@ -1,10 +1,9 @@
 """Rules files written by commcost steer the real Open MPI (issue 5 item 3): who sends what to whom.
 
-The signal is Open MPI's pml/monitoring component (``--mca
-pml_monitoring_enable 2 --mca pml_monitoring_enable_output 2``): at
-MPI_Finalize every rank prints, on stderr, one line per peer it sent to,
-``I <rank> <peer> <bytes> bytes <count> msgs sent`` for collective
-(internal) traffic. Peers and message counts tell the algorithms apart:
+The signal is Open MPI's pml/monitoring component, read by
+:func:`ompi_monitoring.run_monitored`: at MPI_Finalize every rank reports
+one line per peer it sent to, ``I <rank> <peer> <bytes> bytes <count> msgs
+sent`` for collective (internal) traffic. Peers and message counts tell the algorithms apart:
 basic_linear bcast sends from the root to every rank; binomial sends 0->1,
 0->2, 1->3 (P = 4); pipeline with segments sends along the chain
 0->1->2->3, ceil(n / segsize) messages each. The runs are skipped when
@@ -13,39 +12,24 @@ mpi4py or mpirun are missing.
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import ompi_monitoring
 from commcost.collectives import Collective, find
 from commcost.io.ompi_rules import write_ompi_rules
 from commcost.selection.decision import Choice, Rule, Selection
 
-PROGRAM = Path(__file__).resolve().parent / "mpi_programs" / "one_collective.py"
-HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
-_beside = Path(sys.executable).parent / "mpirun"
-MPIRUN = str(_beside) if _beside.is_file() else shutil.which("mpirun")
-pytestmark = pytest.mark.skipif(not (HAVE_MPI4PY and MPIRUN), reason="needs mpi4py and mpirun")
-LINE = re.compile(r"^I\t(\d+)\t(\d+)\t(\d+) bytes\t(\d+) msgs sent", re.M)
+pytestmark = pytest.mark.skipif(not ompi_monitoring.available(), reason="needs mpi4py and mpirun")
 
 
 def sends(rules: Path | None, nprocs: int, collective: str, nbytes: int) -> dict[tuple[int, int], int]:
     """``{(rank, peer): messages}`` of one collective call under ``rules`` (None: no rules file)."""
-    command = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-               "--mca", "mpi_yield_when_idle", "1", "-np", str(nprocs),
-               "--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "2"]
-    if rules is not None:
-        command += ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_dynamic_rules_filename",
-                    str(rules)]
-    done = subprocess.run(command + [sys.executable, str(PROGRAM), collective, str(nbytes)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return {(int(a), int(b)): int(count) for a, b, _, count in LINE.findall(done.stderr)}
+    mca = {} if rules is None else {"coll_tuned_use_dynamic_rules": "1",
+                                    "coll_tuned_dynamic_rules_filename": str(rules)}
+    traffic = ompi_monitoring.run_monitored(collective, nprocs, nbytes, mca=mca)
+    return {pair: messages for pair, (_, messages) in traffic.items()}
 
 
 LINEAR = {(0, 1): 1, (0, 2): 1, (0, 3): 1}
