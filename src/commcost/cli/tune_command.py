@@ -74,7 +74,7 @@ def _tune(args: argparse.Namespace) -> int:
             raise InputError(f"expected collectives among {[c.value for c in Collective]}, got {name!r}",
                              where="--collectives") from None
     procs = parse_points(args.select_procs, "--select-procs", 2)
-    parse_points(args.sizes, "--sizes", 1, sizes=True)
+    sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
     if args.ppn < 1:
         raise InputError(f"expected --ppn >= 1, got {args.ppn}", where="--ppn")
     reserve = 10.0 + 5.0 * len(collectives)  # selection, files and report
@@ -119,7 +119,7 @@ def _tune(args: argparse.Namespace) -> int:
                 continue
             if not any(a.library == library for a in algorithms(collective)):
                 continue
-            result, text = _select_one(args, collective, library, model, params_path, platform_path)
+            result, text = _select_one(args, collective, library, model, params_path, platform_path, procs, sizes)
             bucket.append(result.selection)
             if library == "ompi":
                 reports.append(text)
@@ -152,9 +152,9 @@ def _tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _select_one(args, collective, library: str, model: str, params_path: Path, platform_path: Path):
+def _select_one(args, collective, library: str, model: str, params_path: Path, platform_path: Path,
+                procs: list[int], sizes: list[int]):
     """One selection through the select command's own pieces; returns (result, report text)."""
-    from commcost.cli.grid_options import parse_points
     from commcost.cli.select_command import make_pricer, ompi_default_times, variables, _predicted_penalty
     from commcost.report.selection_report import plot_map, render_penalties, render_rules
     from commcost.selection.select import candidates, select
@@ -162,8 +162,6 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
     opts = argparse.Namespace(params=params_path, platform=platform_path, model=model, library=library,
                               collective=collective.value, ppn=None, mapping=None, root=0, segsizes=args.segsizes,
                               fanouts="", radixes="")
-    procs = parse_points(args.select_procs, "--select-procs", 2)
-    sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
     choices = candidates(collective, library, variables(opts))
     price = make_pricer(opts, procs)
     result = select(collective, library, choices, procs, sizes, price, source=f"commcost tune, model {model}")
