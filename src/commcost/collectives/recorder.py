@@ -5,6 +5,13 @@ buffer (see :mod:`.case`); the recorder derives each transmission's size
 from them and keeps the ranges for the data-flow checker when asked
 (``data=True``). Batches (:meth:`Recorder.sends`) keep million-rank
 builds fast: no Python loop per transmission.
+
+An algorithm that states its real dependencies (a dependency schedule, see
+:mod:`commcost.schedule.schedule`) calls :meth:`Recorder.dependencies`
+first, keeps the ids every send method returns (insertion order, from 0),
+and says what waits for what with :meth:`Recorder.wait`. Phases then only
+label steps; they must still be begun so that every transmission comes
+after those it waits for (an earlier phase, or earlier in the same one).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
 from commcost.errors import InputError
-from commcost.schedule.schedule import Schedule, SendMode
+from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 
 Range = tuple[int, int]
 
@@ -44,6 +51,9 @@ class Recorder:
         self._phase: list[np.ndarray] = []
         self._combine: list[np.ndarray] = []
         self._payload: list[tuple[Range, ...]] = []
+        self._dag = False
+        self._waiter: list[np.ndarray] = []
+        self._waited: list[np.ndarray] = []
         # single sends are gathered in lists and flushed as one batch
         self._one: tuple[list[int], list[int], list[float], list[bool]] = ([], [], [], [])
 
@@ -55,8 +65,32 @@ class Recorder:
     @property
     def compact(self) -> bool:
         """Whether equal steps may be stored once as a repeated phase (not when payloads are kept:
-        the data-flow checker runs the steps one by one, each with its own blocks)."""
-        return not self.data
+        the data-flow checker runs the steps one by one, each with its own blocks; not in a dependency
+        schedule, which has no barrier-separated steps to repeat)."""
+        return not self.data and not self._dag
+
+    @property
+    def count(self) -> int:
+        """Transmissions recorded so far: the id the next one gets."""
+        return self._count + len(self._one[0])
+
+    def dependencies(self) -> "Recorder":
+        """Make this a dependency schedule: no barrier between phases; what waits is said with :meth:`wait`."""
+        self._dag = True
+        return self
+
+    def wait(self, waiter: Any, waited: Any) -> "Recorder":
+        """Transmission(s) ``waiter`` start only after ``waited`` completed (ids; arrays broadcast; entries
+        of ``waited`` below 0 are skipped, so a "no such transmission" marker can stand in)."""
+        w, d = (a.ravel() for a in np.broadcast_arrays(np.asarray(waiter, np.int64), np.asarray(waited, np.int64)))
+        keep = d >= 0
+        if not keep.all():
+            w, d = w[keep], d[keep]
+        if len(w):
+            self._dag = True
+            self._waiter.append(w.copy())
+            self._waited.append(d.copy())
+        return self
 
     def phase(self, name: str | None = None, mode: SendMode = SendMode.POSTED, repeat: int = 1) -> "Recorder":
         """Begin a phase, run ``repeat`` times; its sends start when every send of the previous phase has ended."""
@@ -68,15 +102,16 @@ class Recorder:
 
     def staged_sends(self, step: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
                      stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED,
-                     repeat: dict[int, int] | None = None, combine: bool = False) -> "Recorder":
+                     repeat: dict[int, int] | None = None, combine: bool = False) -> np.ndarray:
         """Many phases in one batch: transmission i runs in phase ``step[i]`` of a run of new phases,
         one per distinct step in increasing order (named ``label step t``); within a phase and a
         sender, transmissions keep their order in the arrays. ``repeat[t]`` runs step t that often;
-        ``combine``: every transmission reduces into the receiver's data (see :mod:`.case`)."""
+        ``combine``: every transmission reduces into the receiver's data (see :mod:`.case`).
+        Returns the id of each transmission, aligned with the arguments."""
         self._flush()
         step, src, dst, start, stop = (np.asarray(a, dtype=np.int64) for a in (step, src, dst, start, stop))
         if not len(step):
-            return self
+            return np.zeros(0, np.int64)
         if np.all(step[1:] >= step[:-1]):  # already in step order (one segment per edge): no sort
             order = np.arange(len(step))
             new = np.r_[True, step[1:] != step[:-1]]
@@ -95,16 +130,20 @@ class Recorder:
         self._posted += [mode is SendMode.POSTED] * len(steps)
         self._repeat += [repeat.get(t, 1) for t in step_list] if repeat else [1] * len(steps)
         src, dst, start, stop = src[order], dst[order], start[order], stop[order]
+        base = self._count
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine),
                      phase=first + local[order])
         if self.data:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))
-        return self
+        ids = np.empty(len(order), np.int64)
+        ids[order] = base + np.arange(len(order), dtype=np.int64)
+        return ids
 
-    def send(self, src: int, dst: int, ranges: Range | Sequence[Range], combine: bool = False) -> "Recorder":
-        """One transmission from ``src`` to ``dst`` carrying the byte ranges ``ranges``."""
+    def send(self, src: int, dst: int, ranges: Range | Sequence[Range], combine: bool = False) -> int:
+        """One transmission from ``src`` to ``dst`` carrying the byte ranges ``ranges``; returns its id."""
         if not self._names:
             self.phase()
+        me = self.count
         if ranges and isinstance(ranges[0], (int, np.integer)):
             ranges = (ranges,)  # type: ignore[assignment]
         spans = tuple((int(a), int(b)) for a, b in ranges if b > a)  # type: ignore[misc]
@@ -115,19 +154,21 @@ class Recorder:
         comb_l.append(bool(combine))
         if self.data:
             self._payload.append(spans)
-        return self
+        return me
 
-    def sends(self, src: Any, dst: Any, start: Any, stop: Any, combine: bool = False) -> "Recorder":
-        """A batch of transmissions, each carrying the one range ``[start[i], stop[i])`` (scalars broadcast)."""
+    def sends(self, src: Any, dst: Any, start: Any, stop: Any, combine: bool = False) -> np.ndarray:
+        """A batch of transmissions, each carrying the one range ``[start[i], stop[i])`` (scalars broadcast);
+        returns their ids."""
         if not self._names:
             self.phase()
         self._flush()
         src, dst, start, stop = (a.ravel() for a in np.broadcast_arrays(
             *(np.asarray(x, dtype=np.int64) for x in (src, dst, start, stop))))
+        base = self._count
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine))
         if self.data:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))
-        return self
+        return base + np.arange(len(src), dtype=np.int64)
 
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
                 phase: np.ndarray | None = None) -> None:
@@ -164,12 +205,18 @@ class Recorder:
         phase = renumber[phase]
         order = np.argsort(phase, kind="stable")
         posted = np.array(self._posted, dtype=bool)[used][phase] if len(used) else np.zeros(0, bool)
+        after_ptr = after_idx = None
+        if self._dag:
+            after_ptr, after_idx = relabel_dependencies(order, cat(self._waiter, np.int64),
+                                                        cat(self._waited, np.int64),
+                                                        f"{self.case.collective.value} {algorithm}")
         schedule = Schedule(
             self.case.nprocs, cat(self._src, np.int64)[order], cat(self._dst, np.int64)[order],
             cat(self._nbytes, np.float64)[order], phase[order], posted[order],
             tuple(self._names) if len(used) == len(self._names) else tuple([self._names[k] for k in used.tolist()]),
             name=f"{self.case.collective.value} {algorithm}",
             repeat=np.array(self._repeat, dtype=np.int64)[used], combine=cat(self._combine, bool)[order],
+            after_ptr=after_ptr, after_idx=after_idx,
             checked=self.data,  # the checker's builds are validated; pricing builds come from the same code
         )
         payload = [self._payload[i] for i in order] if self.data else None

@@ -1,18 +1,46 @@
-"""Schedules: transmissions (src, dst, nbytes) grouped into phases that run one after another.
+"""Schedules: transmissions (src, dst, nbytes), in phases or with dependencies.
 
-Inside a phase every rank's sends are either a *sequence* (blocking sends,
-each starting when the previous one ends) or *posted* together (Isend +
-Waitall: all start at once). All ranks start a phase together; a phase ends
-when its last transmission ends. A phase may be *repeated*: run ``repeat``
-times in a row with the same transmissions (the P - 1 equal steps of a ring
-allgather), stored once. The arrays are flat so models can price a schedule
-with numpy, without Python loops over ranks.
+A schedule is one of two kinds.
+
+*Phased* (no dependencies): phases run one after another with a barrier
+between them. Inside a phase every rank's sends are either a *sequence*
+(blocking sends, each starting when the previous one ends) or *posted*
+together (Isend + Waitall: all start at once). All ranks start a phase
+together; a phase ends when its last transmission ends. A phase may be
+*repeated*: run ``repeat`` times in a row with the same transmissions (the
+P - 1 equal steps of a ring allgather), stored once. This is exact where the
+program really steps in lockstep (paper 000's SUMMA and Wave2D iterations)
+and the compact form of regular steps.
+
+*Dependency* schedules (``after`` given): no barriers. Transmission i may
+start once every transmission listed in ``after(i)`` has completed, where
+"completed" is what the sender of i can observe (in the spirit of
+LogGOPSim's GOAL programs, Hoefler et al. 2010):
+
+* a j with ``dst[j] == src[i]`` has been *received* by the sender of i
+  (receive-before-forward, a ``Recv`` or the receive half of a
+  ``Sendrecv``);
+* a j with ``src[j] == src[i]`` has been *sent*: the blocking send, or the
+  ``Wait``/``Waitall`` over posted sends, has returned (a segment window).
+
+A rank can only wait for its own operations, so every j is one of the two.
+Dependencies point backwards in the arrays (``j < i``): array order is a
+topological order, and within one sender it is the program order in which
+the rank issues its sends. Phases are then only labels (for reports), and
+``repeat`` is 1 everywhere. How a sender's sends share its processor or a
+channel is the model's business (Hockney and LogGP inject one message at a
+time in program order; tau-Lop lets started transmissions share the
+channel).
+
+The arrays are flat so models can price a schedule with numpy, without
+Python loops over ranks.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -57,6 +85,8 @@ class Schedule:
     unit: SizeUnit = field(default_factory=SizeUnit)
     repeat: np.ndarray | None = None
     combine: np.ndarray | None = None
+    after_ptr: np.ndarray | None = None
+    after_idx: np.ndarray | None = None
     checked: bool = field(default=True, repr=False, compare=False)  # False: built by trusted code, skip validate
 
     def __post_init__(self) -> None:
@@ -70,6 +100,14 @@ class Schedule:
         n = len(self.src)
         if not all(len(getattr(self, a)) == n for a in ("dst", "nbytes", "phase", "posted", "combine")):
             raise ValueError("schedule arrays must all have one entry per transmission")
+        if (self.after_ptr is None) != (self.after_idx is None):
+            raise ValueError("after_ptr and after_idx come together")
+        if self.after_ptr is not None:
+            object.__setattr__(self, "after_ptr", np.ascontiguousarray(self.after_ptr, dtype=np.int64))
+            object.__setattr__(self, "after_idx", np.ascontiguousarray(self.after_idx, dtype=np.int64))
+            if self.after_ptr.shape != (n + 1,) or self.after_ptr[0] != 0 or self.after_ptr[-1] != len(self.after_idx) \
+                    or np.any(np.diff(self.after_ptr) < 0):
+                raise ValueError("after_ptr must be n + 1 non-decreasing offsets into after_idx")
         if self.checked:
             self.validate()
 
@@ -87,6 +125,23 @@ class Schedule:
     def phases_run(self) -> int:
         """Number of phases that run, repeated phases counted as often as they run."""
         return int(self.repeat.sum())
+
+    @property
+    def has_dependencies(self) -> bool:
+        """Whether transmissions wait for named transmissions (no phase barriers)."""
+        return self.after_ptr is not None
+
+    def waiter_of_edge(self) -> np.ndarray:
+        """For each entry of ``after_idx``, the transmission that waits (empty for a phased schedule)."""
+        if self.after_ptr is None:
+            return np.zeros(0, np.int64)
+        return np.repeat(np.arange(self.ntransmissions, dtype=np.int64), np.diff(self.after_ptr))
+
+    def after(self, i: int) -> np.ndarray:
+        """The transmissions that transmission ``i`` waits for (empty for a phased schedule)."""
+        if self.after_ptr is None:
+            return np.zeros(0, np.int64)
+        return self.after_idx[self.after_ptr[i]:self.after_ptr[i + 1]]
 
     @property
     def nphases(self) -> int:
@@ -114,8 +169,29 @@ class Schedule:
                     f"transmission {self._describe(i)}: {expected}",
                     where=f"phases[{self.phase[i]}]" if 0 <= self.phase[i] < self.nphases else None,
                 )
-        if np.any(np.diff(self.phase) < 0):
+        if self.after_ptr is not None:
+            self._validate_dependencies()
+        elif np.any(np.diff(self.phase) < 0):
             raise ValueError("transmissions must be ordered by phase")
+
+    def _validate_dependencies(self) -> None:
+        """Dependencies point backwards and name an earlier send or receive of the waiting sender."""
+        if np.any(self.repeat != 1):
+            raise InputError("a schedule with dependencies runs every transmission once; expected repeat = 1",
+                             where="repeat")
+        waiter, waited = self.waiter_of_edge(), self.after_idx
+        bad = (waited < 0) | (waited >= waiter)
+        if np.any(bad):
+            k = int(np.argmax(bad))
+            raise InputError(f"transmission {self._describe(int(waiter[k]))} waits for #{int(waited[k])}; "
+                             "expected an earlier transmission", where=f"after[{int(waiter[k])}]")
+        local = (self.dst[waited] == self.src[waiter]) | (self.src[waited] == self.src[waiter])
+        if not np.all(local):
+            k = int(np.argmin(local))
+            raise InputError(
+                f"transmission {self._describe(int(waiter[k]))} waits for {self._describe(int(waited[k]))}, "
+                "which its sender neither receives nor sends; expected a transmission to or from its sender",
+                where=f"after[{int(waiter[k])}]")
 
     def _describe(self, i: int) -> str:
         return f"#{i} (src {self.src[i]}, dst {self.dst[i]}, nbytes {self.nbytes[i]:g})"
@@ -129,11 +205,41 @@ class Schedule:
         """The same schedule with every size multiplied by ``factor`` (>= 0)."""
         return Schedule(self.nprocs, self.src, self.dst, self.nbytes * factor, self.phase,
                         self.posted, self.phase_names, self.name, self.unit, self.repeat, self.combine,
-                        checked=False)  # a valid schedule with sizes scaled by a factor >= 0 stays valid
+                        self.after_ptr, self.after_idx, checked=False)  # a valid schedule with sizes scaled by a factor >= 0 stays valid
 
     def in_units(self, nbytes: float) -> float:
         """A byte count expressed in the schedule's display unit."""
         return nbytes / self.unit.nbytes
+
+
+def dependency_rows(n: int, waiter: np.ndarray, waited: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(after_ptr, after_idx)`` of ``n`` transmissions from edges ``waiter[k]`` waits for ``waited[k]``
+    (duplicates dropped; each row sorted)."""
+    waiter = np.asarray(waiter, dtype=np.int64)
+    waited = np.asarray(waited, dtype=np.int64)
+    if len(waiter):
+        key = np.unique(waiter * max(n, 1) + waited)
+        waiter, waited = key // max(n, 1), key % max(n, 1)
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(waiter, minlength=n), out=ptr[1:])
+    return ptr, waited
+
+
+def relabel_dependencies(order: np.ndarray, waiter: np.ndarray, waited: np.ndarray,
+                         what: str = "schedule") -> tuple[np.ndarray, np.ndarray]:
+    """Dependency rows after reordering transmissions: new position k holds old transmission ``order[k]``.
+
+    Raises ValueError when an edge would point forwards (the builder put a
+    transmission before one it waits for)."""
+    n = len(order)
+    new_of_old = np.empty(n, np.int64)
+    new_of_old[order] = np.arange(n, dtype=np.int64)
+    w, d = new_of_old[np.asarray(waiter, np.int64)], new_of_old[np.asarray(waited, np.int64)]
+    if np.any(d >= w):
+        k = int(np.argmax(d >= w))
+        raise ValueError(f"{what}: transmission {int(waiter[k])} waits for {int(waited[k])}, which does not come "
+                         "before it (a dependency must point to an earlier phase, or earlier in the same one)")
+    return dependency_rows(n, w, d)
 
 
 class ScheduleBuilder:
@@ -151,6 +257,8 @@ class ScheduleBuilder:
         self._dst: list[int] = []
         self._nbytes: list[float] = []
         self._phase: list[int] = []
+        self._waiter: list[int] = []
+        self._waited: list[int] = []
 
     def phase(self, name: str | None = None, mode: SendMode = SendMode.SEQUENCE,
               repeat: int = 1) -> "ScheduleBuilder":
@@ -168,12 +276,31 @@ class ScheduleBuilder:
 
     def send(self, src: int, dst: int, nbytes: float) -> "ScheduleBuilder":
         """Add a transmission to the current phase, after ``src``'s earlier sends."""
+        self.add(src, dst, nbytes)
+        return self
+
+    def add(self, src: int, dst: int, nbytes: float, after: Sequence[int] = ()) -> int:
+        """Add a transmission to the current phase; returns its id (insertion order, from 0).
+
+        ``after``: ids of transmissions it waits for (a receive of its sender or
+        an earlier send of it). Any dependency makes the schedule a dependency
+        schedule (no phase barriers)."""
         if not self._phase_names:
             self.phase()
+        me = len(self._src)
         self._src.append(src)
         self._dst.append(dst)
         self._nbytes.append(nbytes * self.unit.nbytes)
         self._phase.append(len(self._phase_names) - 1)
+        for j in after:
+            self._waiter.append(me)
+            self._waited.append(int(j))
+        return me
+
+    def wait(self, waiter: int, waited: int) -> "ScheduleBuilder":
+        """Transmission ``waiter`` starts only after ``waited`` has completed (see the module docstring)."""
+        self._waiter.append(int(waiter))
+        self._waited.append(int(waited))
         return self
 
     def build(self) -> Schedule:
@@ -185,6 +312,10 @@ class ScheduleBuilder:
             [self._modes[p].get(s, self._default_mode[p]) is SendMode.POSTED for s, p in zip(src, phase)],
             dtype=bool,
         )
+        after_ptr = after_idx = None
+        if self._waiter:
+            after_ptr, after_idx = relabel_dependencies(order, np.array(self._waiter), np.array(self._waited),
+                                                        self.name)
         return Schedule(
             nprocs=self.nprocs,
             src=src[order],
@@ -196,4 +327,6 @@ class ScheduleBuilder:
             name=self.name,
             unit=self.unit,
             repeat=np.array(self._repeat, dtype=np.int64),
+            after_ptr=after_ptr,
+            after_idx=after_idx,
         )
