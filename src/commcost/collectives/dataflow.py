@@ -12,6 +12,15 @@ phase's receptions are applied at its end. The checks:
 * a combining reception adds contributions the receiver does not have yet
   (a contribution counted twice is an error);
 * at the end, the postcondition of :mod:`.case` holds.
+
+A dependency schedule (no phase barriers) is run without phases: a
+transmission sees its sender's state made of the sender's initial data and
+exactly the receptions the sender has *completed* before the transmission
+starts, which are the receptions among its ancestors in the dependency
+graph (a chain of waits, each ending before the next starts). So the
+forwarding check: no transmission forwards data before it arrived. A
+reception that is not an ancestor may still be under way, and what it
+brings does not count, even if it comes earlier in the arrays.
 """
 
 from __future__ import annotations
@@ -105,6 +114,8 @@ def check(cs: CollectiveSchedule) -> DataflowReport:
     s = cs.schedule
     if np.any(s.repeat > 1):
         raise ValueError("the checker runs schedules recorded step by step; build it with data=True")
+    if s.has_dependencies:
+        return _check_dependencies(cs)
     case = cs.case
     reduction = case.collective in REDUCTIONS
     held = initial_state(cs)
@@ -140,3 +151,79 @@ def check(cs: CollectiveSchedule) -> DataflowReport:
                 held[dst, a:b] = True
     check_postcondition(cs, held)
     return DataflowReport(sent, redundant)
+
+
+def _check_dependencies(cs: CollectiveSchedule) -> DataflowReport:
+    """:func:`check` for a dependency schedule: each transmission reads its sender's state as made by the
+    receptions among its ancestors (completed before it starts), applied in array order."""
+    s = cs.schedule
+    case = cs.case
+    reduction = case.collective in REDUCTIONS
+    start = initial_state(cs)
+    n = s.ntransmissions
+    ancestors = [0] * n  # bit j set: transmission j completed before this one starts
+    into: list[list[int]] = [[] for _ in range(case.nprocs)]  # receptions of each rank, in array order
+    content: list[list[np.ndarray]] = []  # what each transmission carries, per range
+    sent = redundant = 0
+    for i in range(n):
+        src, dst = int(s.src[i]), int(s.dst[i])
+        mask = 0
+        for j in s.after(i).tolist():
+            mask |= ancestors[j] | (1 << j)
+        ancestors[i] = mask
+        state = start[src].copy()
+        for j in into[src]:  # the sender's completed receptions, in array order
+            if mask >> j & 1:
+                _apply(state, cs.payload[j], content[j], bool(cs.combine[j]), reduction)
+        where = f"{cs.algorithm}, P={case.nprocs}, root={case.root}, n={case.nbytes}: transmission {i} " \
+                f"({s.phase_names[s.phase[i]]}), {src} -> {dst}"
+        ranges = cs.payload[i]
+        if sum(b - a for a, b in ranges) != s.nbytes[i]:
+            raise DataflowError(f"{where}: nbytes {s.nbytes[i]:g} differs from the payload {ranges}")
+        carried = []
+        for a, b in ranges:
+            sent += b - a
+            if not reduction:
+                lacking = np.flatnonzero(~state[a:b])
+                if lacking.size:
+                    late = [j for j in into[src] if not mask >> j & 1 and _covers(cs.payload[j], a + int(lacking[0]))]
+                    why = (f"; it arrives with transmission {late[0]}, which the sender does not wait for"
+                           if late else "")
+                    raise DataflowError(f"{where}: the sender does not hold byte {a + int(lacking[0])} "
+                                        f"it sends (range [{a}, {b})){why}")
+            carried.append(state[a:b].copy())
+        content.append(carried)
+        into[dst].append(i)
+    held = start.copy()
+    for r in range(case.nprocs):
+        for j in into[r]:
+            before = held[r].copy()
+            if not reduction:
+                for a, b in cs.payload[j]:
+                    redundant += int(before[a:b].sum())
+            _apply(held[r], cs.payload[j], content[j], bool(cs.combine[j]), reduction,
+                   f"{cs.algorithm}, P={case.nprocs}, root={case.root}, n={case.nbytes}: transmission {j}, "
+                   f"{int(s.src[j])} -> {r}")
+    check_postcondition(cs, held)
+    return DataflowReport(sent, redundant)
+
+
+def _covers(ranges: tuple[tuple[int, int], ...], byte: int) -> bool:
+    return any(a <= byte < b for a, b in ranges)
+
+
+def _apply(state: np.ndarray, ranges: tuple[tuple[int, int], ...], carried: list[np.ndarray], combine: bool,
+           reduction: bool, where: str | None = None) -> None:
+    """Apply one reception to a rank's ``state``: store the bytes, or (reductions) combine or replace them."""
+    for (a, b), incoming in zip(ranges, carried):
+        if reduction and combine:
+            twice = incoming & state[a:b]
+            if twice.any() and where is not None:
+                byte, who = np.argwhere(twice)[0]
+                raise DataflowError(f"{where}: byte {a + int(byte)} would count rank {int(who)}'s "
+                                    f"contribution twice")
+            state[a:b] |= incoming
+        elif reduction:
+            state[a:b] = incoming
+        else:
+            state[a:b] |= incoming
