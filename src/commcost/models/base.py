@@ -46,12 +46,19 @@ class PlacedSchedule:
 class Cost:
     """What a model says a schedule costs: in total, per phase, per rank and per channel.
 
-    ``phase_time_s[k]`` is one run of phase k; ``time_s`` and the other sums
-    count a repeated phase as often as it runs.
+    Phased schedule: ``phase_time_s[k]`` is one run of phase k; ``time_s``
+    and the other sums count a repeated phase as often as it runs.
     ``rank_time_s[r]`` sums, over phases, the time at which rank r's last
     send of the phase ends. ``channel_time_s[c]`` sums, over phases, the time
-    at which the last transmission on channel c ends. ``explain`` carries
-    model-specific detail (tau-Lop: the formula in the paper's notation).
+    at which the last transmission on channel c ends.
+
+    Dependency schedule (no barriers): every time is read from the start of
+    the schedule. ``time_s`` is the last end; ``phase_time_s[k]``,
+    ``rank_time_s[r]`` and ``channel_time_s[c]`` are the last end among the
+    transmissions of phase k, of sender r, on channel c.
+
+    ``explain`` carries model-specific detail (tau-Lop: the formula in the
+    paper's notation).
     """
 
     model: str
@@ -72,6 +79,8 @@ class Cost:
         repeated phase as often as it runs.
         """
         sched = placed.schedule
+        if sched.has_dependencies:
+            return cls._from_dependency_ends(model, placed, end_s)
         nphases = sched.nphases
         runs = sched.repeat[sched.phase]
         phase_time = np.zeros(nphases)
@@ -93,6 +102,33 @@ class Cost:
             phase_time_s=phase_time,
             rank_time_s=rank_time,
             channel_time_s={names[c]: float(per_channel[:, c].sum()) for c in range(nchan)},
+            channel_nbytes={names[c]: float(nbytes[c]) for c in range(nchan)},
+            channel_count={names[c]: int(count[c]) for c in range(nchan)},
+        )
+
+
+    @classmethod
+    def _from_dependency_ends(cls, model: str, placed: PlacedSchedule, end_s: np.ndarray) -> "Cost":
+        """:meth:`from_end_times` for a dependency schedule: last ends, all read from its start."""
+        sched = placed.schedule
+        names = placed.channel_names()
+        nchan = len(names)
+        phase_time = np.zeros(sched.nphases)
+        rank_time = np.zeros(sched.nprocs)
+        channel_time = np.zeros(nchan)
+        if len(end_s):
+            np.maximum.at(phase_time, sched.phase, end_s)
+            np.maximum.at(rank_time, sched.src, end_s)
+            np.maximum.at(channel_time, placed.channel, end_s)
+        nbytes = np.bincount(placed.channel, weights=sched.nbytes, minlength=nchan)
+        count = np.bincount(placed.channel, minlength=nchan)
+        return cls(
+            model=model,
+            time_s=float(end_s.max(initial=0.0)),
+            phase_names=sched.phase_names,
+            phase_time_s=phase_time,
+            rank_time_s=rank_time,
+            channel_time_s={names[c]: float(channel_time[c]) for c in range(nchan)},
             channel_nbytes={names[c]: float(nbytes[c]) for c in range(nchan)},
             channel_count={names[c]: int(count[c]) for c in range(nchan)},
         )
@@ -132,14 +168,25 @@ class Model(abc.ABC):
 
     @abc.abstractmethod
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        """Seconds from the start of its phase until each transmission ends (communication only)."""
+        """Seconds until each transmission ends: from the start of its phase (communication only), or, in a
+        dependency schedule, from the start of the schedule, the receiver's reduction of a combine
+        transmission included (what waits for a reception waits for it too)."""
+
+    def reduction_service_s(self, schedule: Schedule) -> np.ndarray | None:
+        """gamma(m) of each combine transmission (0 for the others), or None without reductions."""
+        if self.reduction is None or not schedule.combine.any():
+            return None
+        out = np.zeros(schedule.ntransmissions)
+        idx = np.flatnonzero(schedule.combine)
+        out[idx] = self.reduction.times(schedule.nbytes[idx])
+        return out
 
     def _ends(self, placed: PlacedSchedule) -> np.ndarray:
-        """:meth:`end_times`, then each combine transmission's reduction on its receiver
+        """:meth:`end_times`, then (phased schedules) each combine transmission's reduction on its receiver
         (:func:`commcost.models.reduction.with_reductions`)."""
         end = self.end_times(placed)
         s = placed.schedule
-        if self.reduction is None or not s.combine.any():
+        if self.reduction is None or not s.combine.any() or s.has_dependencies:
             return end
         return with_reductions(end, s.phase, s.dst, s.nbytes, s.combine, s.nprocs, self.reduction)
 
@@ -148,7 +195,7 @@ class Model(abc.ABC):
         return {}
 
     def phase_times_s(self, placed: PlacedSchedule) -> np.ndarray:
-        """One run of each phase: its last end."""
+        """One run of each phase: its last end (dependency schedule: see :meth:`total_time_s`)."""
         end = self._ends(placed)
         phase_time = np.zeros(placed.schedule.nphases)
         if len(end):
@@ -156,8 +203,10 @@ class Model(abc.ABC):
         return phase_time
 
     def total_time_s(self, placed: PlacedSchedule) -> float:
-        """Only the total: the sum over phases of each phase's last end, times its repeats (cheaper than
-        :meth:`price`)."""
+        """Only the total (cheaper than :meth:`price`): the sum over phases of each phase's last end, times
+        its repeats; for a dependency schedule, the last end."""
+        if placed.schedule.has_dependencies:
+            return float(self._ends(placed).max(initial=0.0))
         return float(self.phase_times_s(placed) @ placed.schedule.repeat)
 
     def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:

@@ -326,7 +326,7 @@ class HLogGP(Model):
     PARAMS = HLogGPParams
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        return end_times_of(placed, self.params.per_transmission(placed))
+        return end_times_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

@@ -8,7 +8,9 @@ start_0 = 0, start_i = start_{i-1} + T_{i-1}, end_i = start_i + T_i with
 T_i = alpha_c + beta_c m_i. Receivers are not serialized: a rank receiving
 several messages takes them all at once. The model knows no channel
 contention (tau-Lop's job), and sends posted together (Isend + Waitall) cost
-the same as a sequence of blocking sends.
+the same as a sequence of blocking sends. In a dependency schedule a
+transmission starts once what it waits for has ended and its sender is free
+(:mod:`.dependency_timeline`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.dependency_timeline import dependency_times
 from commcost.models.timeline import serialized
 
 def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.ndarray) -> np.ndarray:
@@ -85,6 +88,10 @@ class Hockney(Model):
         rows = channel_table(self.params.channels, placed, self.NAME)
         alpha, beta = channel_arrays(rows, ("alpha_s", "beta_s_per_byte"), placed.channel)
         s = placed.schedule
+        if s.has_dependencies:
+            busy = hockney_time_s(s.nbytes, alpha, beta)
+            return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
+                                    self.reduction_service_s(s))[1]
         return hockney_end_times(s.phase, s.src, s.nprocs, s.nbytes, alpha, beta)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.dependency_timeline import dependency_times
 from commcost.models.timeline import LogGPArrays, loggp_end_times
 
 LAW = ("inj = o_send + (m-1)*G; a sender starts its next message max(g, inj) later; "
@@ -43,9 +44,21 @@ def loggp_time_s(nbytes: np.ndarray, L_s: np.ndarray, o_s: np.ndarray, G_s_per_b
     return 2.0 * o_s + L_s + np.maximum(np.asarray(nbytes, dtype=np.float64) - 1.0, 0.0) * G_s_per_byte
 
 
-def end_times_of(placed: PlacedSchedule, params: LogGPArrays) -> np.ndarray:
-    """End time of every transmission of a placed schedule under per-transmission LogGP values."""
+def end_times_of(placed: PlacedSchedule, params: LogGPArrays, reduction_s: np.ndarray | None = None) -> np.ndarray:
+    """End time of every transmission of a placed schedule under per-transmission LogGP values.
+
+    In a dependency schedule (:mod:`.dependency_timeline`): inj = o_send +
+    (m-1) G; the sender is busy max(g, inj) and its send completes after inj;
+    the message arrives inj + L after it starts; the receiver spends o_recv
+    (plus ``reduction_s``, gamma(m) of a combine transmission) on it, first
+    come first served."""
     s = placed.schedule
+    if s.has_dependencies:
+        o_send, o_recv, L, g, G = (np.asarray(a, dtype=np.float64) for a in params)
+        inject = o_send + np.maximum(s.nbytes - 1.0, 0.0) * G
+        service = o_recv if reduction_s is None else o_recv + reduction_s
+        return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
+                                inject + L, service)[1]
     return loggp_end_times(s.phase, s.src, s.dst, s.nprocs, s.nbytes, params)
 
 
@@ -108,7 +121,8 @@ class LogGP(Model):
     PARAMS = LogGPParams
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        return end_times_of(placed, self.params.per_transmission(placed.schedule.ntransmissions))
+        return end_times_of(placed, self.params.per_transmission(placed.schedule.ntransmissions),
+                            self.reduction_service_s(placed.schedule))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW, "params": self.params.to_dict()}
@@ -123,7 +137,7 @@ class LogGPH(Model):
     PARAMS = LogGPHParams
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        return end_times_of(placed, self.params.per_transmission(placed))
+        return end_times_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW + " (parameters per channel)", "params": self.params.to_dict()}

@@ -1,0 +1,220 @@
+"""Timelines of dependency schedules under the point-to-point models (Hockney, LogGP, LogGPH, HLogGP).
+
+A dependency schedule (:mod:`commcost.schedule.schedule`) has no phase
+barriers: transmission i starts once what it waits for has completed. Per
+transmission the models give four numbers (seconds):
+
+* ``send_busy`` - how long the sender's processor is taken before it can
+  start its next message (Hockney: alpha + beta m; LogGP: max(g, o_send +
+  (m-1) G));
+* ``inject`` - from start until the send has completed for the sender (a
+  blocking send returns, a Waitall sees it; Hockney: alpha + beta m; LogGP:
+  o_send + (m-1) G);
+* ``flight`` - from start until the message has arrived (Hockney: alpha +
+  beta m; LogGP: o_send + (m-1) G + L);
+* ``recv_service`` - what the receiver spends on it after arrival, one
+  message after another in order of arrival, ties in transmission order
+  (LogGP: o_recv; a reduction adds gamma(m) when the transmission combines).
+
+Then, with ``prev(i)`` the sender's previous transmission in program (array)
+order and j ranging over after(i):
+
+    ready_i   = max_j ( done_j if dst_j == src_i  else  start_j + inject_j )
+    start_i   = max(ready_i, start_prev(i) + send_busy_prev(i))    (senders inject one message at a time)
+    arrival_i = start_i + flight_i
+    done_i    = max(arrival_i, done of the receiver's previous arrival) + recv_service_i
+
+This is LogGP's law (Alexandrov et al. 1995, as in :mod:`.timeline`) and
+Hockney's (1994) applied to a program's real order of operations, in the
+spirit of LogGOPSim (Hoefler, Schneider and Lumsdaine 2010), without its
+rendezvous protocol or receive matching. With no receiver service (Hockney
+without reductions) done = arrival and one pass in array order is exact;
+otherwise an event loop takes arrivals in time order (a receiver's queue
+is first come, first served). Both loops are compiled
+(:mod:`commcost.jit`): O(E log E) for E transmissions and dependencies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commcost.jit import njit
+
+
+def successors(after_ptr: np.ndarray, after_idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The transposed dependency rows: for each transmission, the transmissions that wait for it."""
+    waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(after_ptr))
+    order = np.argsort(after_idx, kind="stable")
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(after_idx, minlength=n), out=ptr[1:])
+    return ptr, waiter[order]
+
+
+def previous_of_sender(src: np.ndarray) -> np.ndarray:
+    """Each transmission's previous transmission of the same sender in array order, or -1."""
+    n = len(src)
+    order = np.argsort(src, kind="stable")
+    prev = np.full(n, -1, np.int64)
+    if n > 1:
+        same = src[order][1:] == src[order][:-1]
+        prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+@njit
+def _one_pass(src, dst, after_ptr, after_idx, send_busy, inject, flight, nprocs, serialize):  # pragma: no cover
+    n = len(src)
+    start = np.empty(n)
+    done = np.empty(n)
+    port = np.zeros(nprocs)
+    for i in range(n):
+        s = src[i]
+        ready = 0.0
+        for k in range(after_ptr[i], after_ptr[i + 1]):
+            j = after_idx[k]
+            t = done[j] if dst[j] == s else start[j] + inject[j]
+            if t > ready:
+                ready = t
+        if serialize and port[s] > ready:
+            ready = port[s]
+        start[i] = ready
+        port[s] = ready + send_busy[i]
+        done[i] = ready + flight[i]
+    return start, done
+
+
+@njit
+def _heap_push(key, ids, size, t, i):  # pragma: no cover
+    """Push (t, i) on a binary min-heap of (time, id) held in arrays; returns the new size."""
+    pos = size
+    key[pos] = t
+    ids[pos] = i
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if key[parent] < key[pos] or (key[parent] == key[pos] and ids[parent] < ids[pos]):
+            break
+        key[parent], key[pos] = key[pos], key[parent]
+        ids[parent], ids[pos] = ids[pos], ids[parent]
+        pos = parent
+    return size + 1
+
+
+@njit
+def _heap_pop(key, ids, size):  # pragma: no cover
+    """Remove the smallest (time, id); returns (time, id, new size)."""
+    t, i = key[0], ids[0]
+    size -= 1
+    key[0] = key[size]
+    ids[0] = ids[size]
+    pos = 0
+    while True:
+        left = 2 * pos + 1
+        if left >= size:
+            break
+        small = left
+        right = left + 1
+        if right < size and (key[right] < key[left] or (key[right] == key[left] and ids[right] < ids[left])):
+            small = right
+        if key[pos] < key[small] or (key[pos] == key[small] and ids[pos] < ids[small]):
+            break
+        key[small], key[pos] = key[pos], key[small]
+        ids[small], ids[pos] = ids[pos], ids[small]
+        pos = small
+    return t, i, size
+
+
+@njit
+def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_busy, inject, flight,
+            service, nprocs, serialize):  # pragma: no cover
+    """Arrivals in time order, each receiver first come first served; with ``serialize`` a send starts only
+    after the sender's previous send started (program order) and its processor is free."""
+    n = len(src)
+    start = np.zeros(n)
+    done = np.zeros(n)
+    ready = np.zeros(n)
+    pending = np.empty(n, np.int64)
+    for i in range(n):
+        pending[i] = after_ptr[i + 1] - after_ptr[i]
+    started = np.zeros(n, np.bool_)
+    port = np.zeros(nprocs)
+    recv_free = np.zeros(nprocs)
+    key = np.empty(n)
+    ids = np.empty(n, np.int64)
+    size = 0
+    stack = np.empty(2 * n + 1, np.int64)
+    top = 0
+    for i in range(n):
+        if pending[i] == 0 and (not serialize or prev[i] < 0):
+            stack[top] = i
+            top += 1
+    remaining = n
+    while remaining > 0:
+        while top > 0:
+            top -= 1
+            i = stack[top]
+            if started[i]:
+                continue
+            s = src[i]
+            t0 = ready[i]
+            if serialize and port[s] > t0:
+                t0 = port[s]
+            start[i] = t0
+            port[s] = t0 + send_busy[i]
+            started[i] = True
+            size = _heap_push(key, ids, size, t0 + flight[i], i)
+            sent = t0 + inject[i]
+            for k in range(succ_ptr[i], succ_ptr[i + 1]):
+                w = succ_idx[k]
+                if src[w] == s:  # w waits for this send to complete
+                    if sent > ready[w]:
+                        ready[w] = sent
+                    pending[w] -= 1
+                    if not serialize and pending[w] == 0:
+                        stack[top] = w
+                        top += 1
+            w = nxt[i]  # program order: only the sender's next send can have been waiting for this start
+            if serialize and w >= 0 and pending[w] == 0:
+                stack[top] = w
+                top += 1
+        if size == 0:
+            break  # pragma: no cover
+        t, i, size = _heap_pop(key, ids, size)
+        remaining -= 1
+        d = dst[i]
+        fin = t if t > recv_free[d] else recv_free[d]
+        fin += service[i]
+        recv_free[d] = fin
+        done[i] = fin
+        for k in range(succ_ptr[i], succ_ptr[i + 1]):
+            w = succ_idx[k]
+            if src[w] == d:  # w waits for this reception
+                if fin > ready[w]:
+                    ready[w] = fin
+                pending[w] -= 1
+                if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
+                    stack[top] = w
+                    top += 1
+    return start, done
+
+
+def dependency_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray, nprocs: int,
+                     send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
+                     recv_service_s: np.ndarray | None = None,
+                     serialize: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, done)`` of every transmission of a dependency schedule (seconds from its start), by the
+    recurrences of the module docstring; ``serialize``: a sender injects one message at a time."""
+    n = len(src)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    args = [np.ascontiguousarray(a, dtype=np.int64) for a in (src, dst, after_ptr, after_idx)]
+    busy, inject, flight = (np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.float64)
+                            for a in (send_busy_s, inject_s, flight_s))
+    if recv_service_s is None or not np.any(recv_service_s):
+        return _one_pass(*args, busy, inject, flight, nprocs, serialize)
+    service = np.ascontiguousarray(np.broadcast_to(recv_service_s, (n,)), dtype=np.float64)
+    succ_ptr, succ_idx = successors(args[2], args[3], n)
+    prev = previous_of_sender(args[0])
+    nxt = np.full(n, -1, np.int64)
+    has = prev >= 0
+    nxt[prev[has]] = np.flatnonzero(has)
+    return _events(*args, succ_ptr, succ_idx, prev, nxt, busy, inject, flight, service, nprocs, serialize)
