@@ -207,6 +207,15 @@ class Schedule:
                         self.posted, self.phase_names, self.name, self.unit, self.repeat, self.combine,
                         self.after_ptr, self.after_idx, checked=False)  # a valid schedule with sizes scaled by a factor >= 0 stays valid
 
+    def without_dependencies(self) -> "Schedule":
+        """The same transmissions as a phased schedule: a barrier between phases instead of the
+        dependencies (what commcost priced before schedules carried dependencies; the baseline of the
+        benchmarks). Raises InputError if the phases are not in order."""
+        if self.after_ptr is None:
+            return self
+        return Schedule(self.nprocs, self.src, self.dst, self.nbytes, self.phase, self.posted, self.phase_names,
+                        self.name, self.unit, self.repeat, self.combine)
+
     def in_units(self, nbytes: float) -> float:
         """A byte count expressed in the schedule's display unit."""
         return nbytes / self.unit.nbytes

@@ -70,8 +70,12 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     from_tree: list[int] = []  # sizes a segmented tree pipeline prices from its tree (pipeline_price)
     if sweep and algorithm.pipelined and isinstance(model, TauLop) and segsize > 0:
         from_tree = [i for i in range(len(sizes)) if sizes[i] > segsize]
+    unit = None
     if from_tree:
         unit = build(algorithm, Case(algorithm.collective, nprocs, 1, root), values).schedule
+        if unit.has_dependencies:  # pipeline_price assumes phase barriers: price the built pipeline instead
+            from_tree = []
+    if from_tree:
         placed = PlacedSchedule.of(unit, platform, mapping)
         laws = [law for law in model.laws_for(placed) if law is not None]  # type: ignore[attr-defined]
         for i in from_tree:
