@@ -1,4 +1,4 @@
-"""Speed figures for issue 3: pricing collective algorithms for selection, and at a million ranks.
+"""Speed figures: pricing collective algorithms for selection, and at a million ranks.
 
 Run: ``python bench/bench_collectives.py [--quick]``. Prints figures; asserts nothing.
 
@@ -10,6 +10,11 @@ Run: ``python bench/bench_collectives.py [--quick]``. Prints figures; asserts no
   in the same run. Best and median of 5 runs (the machine may be shared).
 * One binomial and one knomial broadcast of 64 KiB at P = 1,000,000
   (31,250 nodes of 32): build time and pricing time.
+
+Every figure is given twice, in the same run: pricing the schedules' real
+dependencies (the prediction) and the old phase pricing (a barrier between
+phases, :meth:`Schedule.without_dependencies`), with their ratio, and the
+predicted times of both (the barrier is an upper bound, often far off).
 """
 
 from __future__ import annotations
@@ -53,23 +58,35 @@ def main() -> None:
     mapping_of = lambda p: Mapping.sequential(platform, p, PPN)  # noqa: E731
     ncases = len(bcasts) * len(sizes) * len(procs)
     what = f"{ncases:,} cases ({len(bcasts)} algorithms x {len(sizes)} sizes x {len(procs)} process counts)"
-    price_grid(bcasts, procs[:2], sizes[:2], platform, mapping_of, model)  # warm the law caches
-    runs, cpu = [], []
-    for _ in range(5):
-        t0, c0 = time.perf_counter(), time.process_time()
-        grid = price_grid(bcasts, procs, sizes, platform, mapping_of, model)
-        runs.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    t_sweep, t_median = min(runs), float(np.median(runs))
+    for barriers in (False, True):  # warm the law caches and the compiled loops
+        price_grid(bcasts, procs[:2], sizes[:2], platform, mapping_of, model, phase_barriers=barriers)
+    results = {}
+    for barriers in (False, True):
+        runs, cpu = [], []
+        for _ in range(5):
+            t0, c0 = time.perf_counter(), time.process_time()
+            grid = price_grid(bcasts, procs, sizes, platform, mapping_of, model, phase_barriers=barriers)
+            runs.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        results[barriers] = (grid, min(runs), float(np.median(runs)), min(cpu))
+    print(f"selection grid, {what}, tau-Lop:")
+    for barriers, label in ((False, "dependencies (prediction)"), (True, "old phase barriers")):
+        grid, best, median, cpu_best = results[barriers]
+        print(f"  {label:<26} size sweep: best {best:.3f} s, median {median:.3f} s of 5 "
+              f"= {best / ncases * 1e6:.1f} us/case (CPU best {cpu_best:.3f} s)")
+    grid, t_sweep = results[False][0], results[False][1]
+    ratio = t_sweep / results[True][1]
+    print(f"  dependencies / phase barriers, time to price: {ratio:.2f}x")
+    rel = results[True][0].time_s / grid.time_s
+    print(f"  barrier price / dependency price: median {np.median(rel):.2f}x, max {rel.max():.2f}x; "
+          f"the pick differs in {int(np.sum(results[True][0].best() != grid.best()))} of "
+          f"{len(procs) * len(sizes)} (P, size) points")
     t0 = time.perf_counter()
     baseline = price_grid(bcasts, procs, sizes, platform, mapping_of, model, sweep=False)
     t_cases = time.perf_counter() - t0
     same = np.allclose(grid.time_s, baseline.time_s, rtol=1e-9)
-    print(f"selection grid, {what}, tau-Lop:")
-    print(f"  size sweep: best {t_sweep:.3f} s, median {t_median:.3f} s of 5 "
-          f"= {t_sweep / ncases * 1e6:.1f} us/case (CPU time: best {min(cpu):.3f} s)")
-    print(f"  baseline, build + price every case: {t_cases:.3f} s = {t_cases / ncases * 1e3:.3f} ms/case "
-          f"({t_cases / t_sweep:.1f}x the sweep; same numbers: {same})")
+    print(f"  baseline, build + price every case (dependencies): {t_cases:.3f} s = "
+          f"{t_cases / ncases * 1e3:.3f} ms/case ({t_cases / t_sweep:.1f}x the sweep; same numbers: {same})")
     winners = sorted({grid.algorithms[i].name for i in np.unique(grid.best())})
     print(f"  algorithms that win somewhere: {', '.join(winners)}")
 
@@ -86,9 +103,17 @@ def main() -> None:
         t1 = time.perf_counter()
         cost = model.price(PlacedSchedule.of(schedule, platform, mapping))
         t2, c2 = time.perf_counter(), time.process_time()
+        phased = schedule.without_dependencies()
+        t3 = time.perf_counter()
+        old = model.price(PlacedSchedule.of(phased, platform, mapping))
+        t4 = time.perf_counter()
         print(f"  {algorithm.key:<16} {schedule.ntransmissions:>9,} transmissions, {schedule.nphases:>3} phases: "
               f"build {t1 - t0:.3f} s, price {t2 - t1:.3f} s, total {t2 - t0:.3f} s (CPU {c2 - c0:.3f} s); "
               f"predicted {cost.time_s * 1e3:.3f} ms")
+        print(f"  {'':<16} old phase pricing of the same build: price {t4 - t3:.3f} s "
+              f"(dependencies / barriers: {(t2 - t1) / (t4 - t3):.2f}x the time; build + price "
+              f"{(t2 - t0) / (t1 - t0 + t4 - t3):.2f}x); predicted {old.time_s * 1e3:.3f} ms "
+              f"({old.time_s / cost.time_s:.2f}x the dependency price)")
 
 
 if __name__ == "__main__":

@@ -40,27 +40,30 @@ class Grid:
 
 def price_grid(algorithms: Sequence[Algorithm], procs: Sequence[int], sizes: Sequence[int], platform: Platform,
                mapping_of: Callable[[int], Mapping], model: Model, root: int = 0,
-               params: dict[str, int] | None = None, sweep: bool = True) -> Grid:
-    """Price every (algorithm, P, size); ``sweep=False`` builds and prices each case on its own."""
+               params: dict[str, int] | None = None, sweep: bool = True, phase_barriers: bool = False) -> Grid:
+    """Price every (algorithm, P, size); ``sweep=False`` builds and prices each case on its own;
+    ``phase_barriers`` prices every schedule with a barrier between its phases instead of its dependencies
+    (what commcost did before schedules carried dependencies: a baseline for benchmarks, not a prediction)."""
     out = np.empty((len(algorithms), len(procs), len(sizes)))
     for p_index, nprocs in enumerate(procs):
         mapping = mapping_of(nprocs)
         for a_index, algorithm in enumerate(algorithms):
             mine = {k: v for k, v in (params or {}).items() if any(p.name == k for p in algorithm.params)}
             out[a_index, p_index] = price_sizes(algorithm, mine, nprocs, sizes, platform, mapping, model, root,
-                                                sweep)
+                                                sweep, phase_barriers=phase_barriers)
     return Grid(tuple(algorithms), tuple(procs), tuple(int(m) for m in sizes), out)
 
 
 def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes: Sequence[int],
                 platform: Platform, mapping: Mapping, model: Model, root: int = 0,
-                sweep: bool = True, bound: np.ndarray | None = None) -> np.ndarray:
+                sweep: bool = True, bound: np.ndarray | None = None, phase_barriers: bool = False) -> np.ndarray:
     """Seconds for one algorithm (with ``params``) on ``nprocs`` ranks at every size: one build per size
     class, one pass per class when the model can sweep (see the module docstring).
 
     With ``bound`` (seconds per size, e.g. the best time of other algorithms), a size where a cheap
     lower bound already reaches the bound is not priced and gets ``inf``: it cannot be the fastest.
     An algorithm the library does not run on ``nprocs`` ranks gets ``inf`` at every size.
+    ``phase_barriers``: see :func:`price_grid`.
     """
     values = algorithm.resolve_params(params)
     if not algorithm.supports(nprocs):  # Open MPI refuses it on this many ranks (two_proc on P != 2)
@@ -73,6 +76,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     unit = None
     if from_tree:
         unit = build(algorithm, Case(algorithm.collective, nprocs, 1, root), values).schedule
+        if phase_barriers:
+            unit = unit.without_dependencies()
         if unit.has_dependencies:  # pipeline_price assumes phase barriers: price the built pipeline instead
             from_tree = []
     if from_tree:
@@ -99,6 +104,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     for key, members in groups.items():
         nbytes = key if key > 0 else int(sizes[members[0]])
         schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+        if phase_barriers:
+            schedule = schedule.without_dependencies()
         if key > 0:
             placed = PlacedSchedule.of(schedule, platform, mapping)
             factors = np.array([sizes[i] for i in members], dtype=np.float64) / key
@@ -119,4 +126,6 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
 def _without_repeats(schedule) -> bytes:
     """A schedule's transmissions and phases, all but the repeat counts, as one key."""
     parts = (schedule.src, schedule.dst, schedule.nbytes, schedule.phase, schedule.posted, schedule.combine)
+    if schedule.has_dependencies:
+        parts += (schedule.after_ptr, schedule.after_idx)
     return b"|".join(np.ascontiguousarray(a).tobytes() for a in parts) + str(schedule.nprocs).encode()
