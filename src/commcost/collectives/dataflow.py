@@ -164,6 +164,7 @@ def _check_dependencies(cs: CollectiveSchedule) -> DataflowReport:
     ancestors = [0] * n  # bit j set: transmission j completed before this one starts
     into: list[list[int]] = [[] for _ in range(case.nprocs)]  # receptions of each rank, in array order
     content: list[list[np.ndarray]] = []  # what each transmission carries, per range
+    cache: dict[int, tuple[list[int], np.ndarray]] = {}  # rank -> (receptions applied, in order; state)
     sent = redundant = 0
     for i in range(n):
         src, dst = int(s.src[i]), int(s.dst[i])
@@ -171,10 +172,7 @@ def _check_dependencies(cs: CollectiveSchedule) -> DataflowReport:
         for j in s.after(i).tolist():
             mask |= ancestors[j] | (1 << j)
         ancestors[i] = mask
-        state = start[src].copy()
-        for j in into[src]:  # the sender's completed receptions, in array order
-            if mask >> j & 1:
-                _apply(state, cs.payload[j], content[j], bool(cs.combine[j]), reduction)
+        state = _state_before(start, src, mask, into[src], cache, cs.payload, content, cs.combine, reduction)
         where = f"{cs.algorithm}, P={case.nprocs}, root={case.root}, n={case.nbytes}: transmission {i} " \
                 f"({s.phase_names[s.phase[i]]}), {src} -> {dst}"
         ranges = cs.payload[i]
@@ -206,6 +204,24 @@ def _check_dependencies(cs: CollectiveSchedule) -> DataflowReport:
                    f"{int(s.src[j])} -> {r}")
     check_postcondition(cs, held)
     return DataflowReport(sent, redundant)
+
+
+def _state_before(start: np.ndarray, rank: int, mask: int, receptions: list[int],
+                  cache: dict[int, tuple[list[int], np.ndarray]], payload, content, combine: np.ndarray,
+                  reduction: bool) -> np.ndarray:
+    """A rank's state made of its initial data and its receptions among ``mask`` (applied in array order).
+
+    The last state computed for the rank is reused when it is a prefix of this one (the usual case: a
+    rank's later sends wait for more), so a run costs about one application per reception."""
+    wanted = [j for j in receptions if mask >> j & 1]
+    done, state = cache.get(rank, ([], None))
+    if state is None or len(done) > len(wanted) or wanted[:len(done)] != done:
+        done, state = [], start[rank].copy()
+    state = state.copy()
+    for j in wanted[len(done):]:
+        _apply(state, payload[j], content[j], bool(combine[j]), reduction)
+    cache[rank] = (wanted, state)
+    return state
 
 
 def _covers(ranges: tuple[tuple[int, int], ...], byte: int) -> bool:
