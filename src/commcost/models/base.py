@@ -70,6 +70,7 @@ class Cost:
     channel_nbytes: dict[str, float]
     channel_count: dict[str, int]
     explain: dict[str, Any] = field(default_factory=dict)
+    from_start: bool = False  # a dependency schedule's: phase, rank and channel times are last ends
 
     @classmethod
     def from_end_times(cls, model: str, placed: PlacedSchedule, end_s: np.ndarray) -> "Cost":
@@ -131,6 +132,7 @@ class Cost:
             channel_time_s={names[c]: float(channel_time[c]) for c in range(nchan)},
             channel_nbytes={names[c]: float(nbytes[c]) for c in range(nchan)},
             channel_count={names[c]: int(count[c]) for c in range(nchan)},
+            from_start=True,
         )
 
 

@@ -15,6 +15,7 @@ def cost_to_dict(cost: Cost, schedule_name: str = "") -> dict[str, Any]:
         "model": cost.model,
         "time_s": cost.time_s,
         "phases": [{"name": n, "time_s": float(t)} for n, t in zip(cost.phase_names, cost.phase_time_s)],
+        "times_from_start": cost.from_start,
         "channels": [
             {"name": c, "time_s": cost.channel_time_s[c], "nbytes": cost.channel_nbytes[c],
              "transmissions": cost.channel_count[c]}
@@ -33,7 +34,7 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
     """A short report: total, phases, channels and, when explained, the formula and the timeline."""
     lines = [f"{schedule_name or 'schedule'} under {cost.model}: {format_seconds(cost.time_s)}"]
     lines.append("")
-    lines.append(f"  {'phase':<24} {'time':>12}")
+    lines.append(f"  {'phase':<24} {'ends at' if cost.from_start else 'time':>12}")
     shown = list(zip(cost.phase_names, cost.phase_time_s))
     for name, t in shown[:max_rows]:
         lines.append(f"  {name:<24} {format_seconds(float(t)):>12}")
