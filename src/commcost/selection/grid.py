@@ -111,6 +111,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
             factors = np.array([sizes[i] for i in members], dtype=np.float64) / key
             out[members] = model.price_scaled(placed, factors)  # type: ignore[attr-defined]
             continue
+        if schedule.has_dependencies:  # no phases to share: the last end
+            out[members[0]] = model.total_time_s(PlacedSchedule.of(schedule, platform, mapping))
+            continue
         # sizes whose schedules differ only in how often phases repeat (a long pipeline's steady steps)
         # share one pricing of the phases
         same = _without_repeats(schedule) if sweep else None
