@@ -4,7 +4,9 @@ GOAL, the "Group Operation Assembly Language" of LogGOPSim (Hoefler,
 Schneider and Lumsdaine, "LogGOPSim - Simulating Large-Scale Applications
 in the LogGOPS Model", LSAP workshop at HPDC 2010), describes every rank's
 operations and what each waits for; LogGOPSim's ``txt2bin`` turns the text
-into the simulator's input. The subset written and read here::
+into the simulator's input (the grammar is that of its scanner,
+``src/LogGOPSim/txt2bin.re`` in https://github.com/spcl/LogGOPSim). The
+subset written and read here::
 
     num_ranks 4
 
