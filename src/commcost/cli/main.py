@@ -11,10 +11,13 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from commcost import __version__
 from commcost.errors import InputError
+
+if TYPE_CHECKING:
+    from commcost.collectives import Case
 
 
 PAPER004 = "ompi_bcast_model"  # paper 004's model: whole algorithms, not schedules
@@ -140,9 +143,9 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=None) -> int:
-    from commcost.collectives import Case, Collective, algorithms, build, find
-    from commcost.report.cost_report import cost_to_dict, render_comparison, render_text
+def collective_case(args: argparse.Namespace) -> "Case":
+    """The :class:`~commcost.collectives.Case` that ``--collective``, ``--procs``, ``--nbytes`` and ``--root`` name."""
+    from commcost.collectives import Case, Collective
     from commcost.units import parse_nbytes
 
     for flag, value in (("--procs", args.procs), ("--nbytes", args.nbytes)):
@@ -152,8 +155,18 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
         nbytes = parse_nbytes(args.nbytes)
     except InputError as exc:
         raise exc.located(where="--nbytes") from None
-    collective = Collective(args.collective)
-    case = Case(collective, args.procs, nbytes, args.root)
+    try:
+        return Case(Collective(args.collective), args.procs, nbytes, args.root)
+    except InputError as exc:
+        raise InputError(exc.message, where=f"--{exc.where}" if exc.where else None) from None
+
+
+def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=None) -> int:
+    from commcost.collectives import algorithms, build, find
+    from commcost.report.cost_report import cost_to_dict, render_comparison, render_text
+
+    case = collective_case(args)
+    collective = case.collective
     given = _algorithm_params(args.param)
     if args.all_algorithms:
         chosen = algorithms(collective)
@@ -308,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.tune_command  # noqa: F401  (registers `tune`)
     import commcost.cli.kernel_command  # noqa: F401  (registers `partition`)
     import commcost.cli.measure_kernel_command  # noqa: F401  (registers `measure-kernel`)
+    import commcost.cli.goal_command  # noqa: F401  (registers `export-goal`)
 
     parser = _Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")

@@ -1,0 +1,83 @@
+"""``commcost export-goal``: a schedule file or a collective algorithm as a LogGOPSim GOAL text file.
+
+The GOAL file (:mod:`commcost.io.goal_file`) lets LogGOPSim (Hoefler,
+Schneider and Lumsdaine 2010) simulate the same transmissions and waits
+that commcost prices, as an independent check of a LogGP price.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from commcost.cli.main import _algorithm_params, collective_case, command
+from commcost.errors import InputError
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    from commcost.collectives import Collective
+
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--schedule", type=Path, help="schedule file (.json or .toml)")
+    what.add_argument("--collective", choices=[c.value for c in Collective],
+                      help="export a collective algorithm's schedule instead of a schedule file")
+    p.add_argument("-o", "--output", type=Path, help="GOAL file to write (default: standard output)")
+    p.add_argument("--reduce-time-per-byte", type=float, metavar="T",
+                   help="give each combine (reduction) transmission a 'calc' on its receiver of nbytes x T "
+                        "time units (LogGOPSim's unit; default: no calc)")
+    coll = p.add_argument_group("collectives (with --collective)")
+    coll.add_argument("--algorithm", help="library name (knomial, mpich.binomial) or Open MPI id")
+    coll.add_argument("--procs", type=int, help="number of ranks P")
+    coll.add_argument("--nbytes", help="message size (bcast, reduce, allreduce) or block per rank; 64KiB, 1MiB")
+    coll.add_argument("--root", type=int, default=0, help="root rank (default 0)")
+    coll.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                      help="algorithm parameter, e.g. segsize=8KiB, fanout=2, radix=4 (repeatable)")
+
+
+def _collective_schedule(args: argparse.Namespace):
+    """The schedule of ``--algorithm`` for the case the options name; errors name the option."""
+    from commcost.collectives import build, find
+    from commcost.collectives.recorder import ScheduleTooLarge
+
+    case = collective_case(args)
+    if not args.algorithm:
+        raise InputError("--collective needs --algorithm NAME", where="--algorithm")
+    try:
+        algorithm = find(case.collective, args.algorithm)
+    except InputError as exc:
+        raise exc.located(where="--algorithm") from None
+    given = _algorithm_params(args.param)
+    try:
+        return build(algorithm, case, given).schedule
+    except ScheduleTooLarge as exc:
+        raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
+    except InputError as exc:
+        where = f"--{exc.where}" if exc.where in ("procs", "root") else f"--param {exc.where}" if exc.where else None
+        raise InputError(exc.message, where=where) from None
+
+
+@command("export-goal", "write a schedule or a collective algorithm as a LogGOPSim GOAL file", _configure)
+def _export_goal(args: argparse.Namespace) -> int:
+    from commcost.io.goal_file import goal_lines
+    from commcost.io.schedule_file import load_schedule
+
+    if args.collective is None:
+        for flag in ("algorithm", "procs", "nbytes"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag} goes with --collective, not --schedule", where=f"--{flag}")
+    schedule = load_schedule(args.schedule) if args.schedule else _collective_schedule(args)
+    rate = args.reduce_time_per_byte
+    if rate is not None and not rate >= 0:
+        raise InputError(f"expected a time per byte >= 0, got {rate}", where="--reduce-time-per-byte")
+    try:
+        lines = list(goal_lines(schedule, rate))  # every check done before anything is written
+    except InputError as exc:
+        raise exc.located(source=str(args.schedule) if args.schedule else None) from None
+    text = "\n".join(lines) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}: {schedule.transmissions_run} transmissions on {schedule.nprocs} ranks")
+    return 0
