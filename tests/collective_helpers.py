@@ -44,3 +44,24 @@ def phases(cs) -> list[list[tuple[int, int, tuple]]]:
     s = cs.schedule
     return [[(int(s.src[i]), int(s.dst[i]), cs.payload[i]) for i in range(sl.start, sl.stop)]
             for sl in s.phase_slices()]
+
+
+def waits_of(cs) -> dict[tuple, list[tuple]]:
+    """``{(src, dst, payload): [(src, dst, payload) it waits for, ...]}`` of a dependency schedule built with
+    payloads; the payload tells segments apart (each key must be unique)."""
+    s = cs.schedule
+    key = [(int(s.src[i]), int(s.dst[i]), cs.payload[i]) for i in range(s.ntransmissions)]
+    assert len(set(key)) == len(key), "two transmissions carry the same bytes between the same ranks"
+    return {key[i]: sorted(key[j] for j in s.after(i)) for i in range(s.ntransmissions)}
+
+
+def hockney_path(schedule, t: float = 1.0) -> float:
+    """Critical path of a dependency schedule when every message takes ``t``: transmission i starts once
+    every one it waits for has ended and its sender's previous send (in array order) has ended."""
+    end = [0.0] * schedule.ntransmissions
+    last: dict[int, float] = {}
+    for i in range(schedule.ntransmissions):
+        src = int(schedule.src[i])
+        start = max([last.get(src, 0.0)] + [end[j] for j in schedule.after(i).tolist()])
+        end[i] = last[src] = start + t
+    return max(end, default=0.0)

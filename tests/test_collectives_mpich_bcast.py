@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commcost.collectives import Case, Collective, build, find
+from commcost.collectives import Case, Collective, algorithms, build, find
+from commcost.collectives.dataflow import check
 from commcost.collectives.mpich_bcast import pipeline_chunks, tree_edges
 from commcost.errors import InputError
-from collective_helpers import phases, run
+from collective_helpers import hockney_path, phases, run, waits_of
 
 
 def bcast(name: str, nprocs: int, nbytes: int, root: int = 0, **params: int):
@@ -272,3 +273,77 @@ def test_tree_schedules_scale_to_a_million_ranks():
         cs = build(find(Collective.BCAST, f"mpich.{name}"), case, params)
         assert cs.schedule.ntransmissions == case.nprocs - 1
         assert cs.schedule.nbytes.sum() == (case.nprocs - 1) * case.nbytes
+        assert cs.schedule.has_dependencies
+
+
+# ------------------------------------------------------------------------------------------- dependencies
+
+MPICH_BCASTS = [a for a in algorithms(Collective.BCAST) if a.library == "mpich"]
+SAMPLE_P = (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33, 64, 65)
+TREES = [{"tree_type": tt, "tree_kval": k, "is_non_blocking": nb}
+         for tt, k in ((0, 2), (0, 3), (1, 2), (1, 3), (2, 2), (2, 4)) for nb in (0, 1)]
+
+
+def t(src, dst, start, stop):
+    return (src, dst, ((start, stop),))
+
+
+@pytest.mark.parametrize("nprocs", SAMPLE_P)
+@pytest.mark.parametrize("algorithm", MPICH_BCASTS, ids=lambda a: a.name)
+def test_no_bcast_forwards_data_before_it_arrived(algorithm, nprocs):
+    """The checker runs every dependency schedule: chunked and not, below and above P bytes, three roots."""
+    trees = TREES if algorithm.name in ("tree", "pipelined_tree") else [{}]
+    chunked = algorithm.name == "pipelined_tree"
+    for tree in trees:
+        for root in sorted({0, nprocs // 2, nprocs - 1}):
+            for nbytes, segsize in ((1, 0), (11, 0), (11, 3), (3 * nprocs + 1, 0), (3 * nprocs + 1, 4)):
+                if segsize and not chunked:
+                    continue
+                params = {**tree, "segsize": segsize} if chunked else dict(tree)
+                cs = build(algorithm, Case(Collective.BCAST, nprocs, nbytes, root), params, data=True)
+                assert cs.schedule.has_dependencies == (nprocs > 1)
+                check(cs)
+
+
+@pytest.mark.parametrize("algorithm", MPICH_BCASTS, ids=lambda a: a.name)
+def test_payloads_do_not_change_the_dependencies(algorithm):
+    for nprocs, nbytes in ((2, 1), (13, 300), (12, 96), (23, 20000)):
+        case = Case(Collective.BCAST, nprocs, nbytes, 7 % nprocs)
+        bare, kept = build(algorithm, case).schedule, build(algorithm, case, data=True).schedule
+        assert bare.has_dependencies and np.all(bare.repeat == 1)
+        for field in ("src", "dst", "nbytes", "phase", "after_ptr", "after_idx"):
+            assert np.array_equal(getattr(bare, field), getattr(kept, field)), field
+
+
+def test_binomial_sends_wait_for_the_reception_then_the_previous_send():
+    got = waits_of(bcast("binomial", 8, 4, root=3))  # relative v is rank (v + 3) % 8
+    assert got == {t(3, 7, 0, 4): [], t(3, 5, 0, 4): [t(3, 7, 0, 4)], t(3, 4, 0, 4): [t(3, 5, 0, 4)],
+                   t(7, 1, 0, 4): [t(3, 7, 0, 4)], t(7, 0, 0, 4): [t(7, 1, 0, 4)],
+                   t(5, 6, 0, 4): [t(3, 5, 0, 4)], t(1, 2, 0, 4): [t(7, 1, 0, 4)]}
+    assert hockney_path(bcast("binomial", 1024, 4).schedule) == 10
+
+
+def test_pipelined_tree_waits_for_the_chunk_and_blocking_sends_for_the_previous_send():
+    chunks = [(0, 3), (3, 6), (6, 9)]  # kary k = 2 on 4 ranks: 0 -> 1, 2; 1 -> 3
+    posted = waits_of(bcast("pipelined_tree", 4, 9, segsize=3))
+    for a, b in chunks:  # isends, one Waitall at the end: the root waits for nothing
+        assert posted[t(0, 1, a, b)] == posted[t(0, 2, a, b)] == []
+        assert posted[t(1, 3, a, b)] == [t(0, 1, a, b)]
+    blocking = waits_of(bcast("pipelined_tree", 4, 9, segsize=3, is_non_blocking=0))
+    assert blocking[t(0, 1, 0, 3)] == [] and blocking[t(0, 2, 0, 3)] == [t(0, 1, 0, 3)]
+    assert blocking[t(0, 1, 3, 6)] == [t(0, 2, 0, 3)]
+    assert blocking[t(1, 3, 3, 6)] == [t(0, 1, 3, 6), t(1, 3, 0, 3)]
+
+
+def test_recursive_doubling_waits_for_the_last_exchange_and_the_halving():
+    got = waits_of(bcast("scatter_recursive_doubling_allgather", 6, 60, root=1))  # chunks of 10 bytes
+    # relative 2 (rank 3) had no partner at mask 4; relative 0 (rank 1) sent it chunks 4, 5 by halving
+    assert got[t(1, 3, 40, 60)] == [t(1, 5, 0, 40), t(5, 1, 40, 60)]
+    # relative 1 (rank 2) swaps [0, 20) with relative 3 (rank 4) after its mask-1 exchange with relative 0
+    assert got[t(2, 4, 0, 20)] == [t(1, 2, 0, 10), t(2, 1, 10, 20)]
+
+
+def test_ring_step_waits_for_the_previous_send_and_reception():
+    got = waits_of(bcast("scatter_ring_allgather", 4, 8, root=1))
+    assert got[t(0, 1, 6, 8)] == [t(3, 0, 6, 8)]  # step 1: rank 0 (relative 3) got its chunk in the scatter
+    assert got[t(0, 1, 4, 6)] == [t(0, 1, 6, 8), t(3, 0, 4, 6)]  # step 2: its step-1 send and reception

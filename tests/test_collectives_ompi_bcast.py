@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commcost.collectives import Case, Collective, build, find
+from commcost.collectives import Case, Collective, Recorder, algorithms, build, find
 from commcost.collectives.dataflow import check
 from commcost.collectives.trees import (
     build_bmtree, build_chain, build_in_order_bintree, build_in_order_bmtree, build_kmtree, build_tree,
 )
+from collective_helpers import hockney_path, waits_of
 
 BCAST = Collective.BCAST
 
@@ -482,6 +483,9 @@ def test_a_million_ranks(name, nphases):
     assert s.nphases == nphases
     assert np.array_equal(np.sort(s.dst), np.arange(1, p))
     assert (s.nbytes == 65536).all()
+    # every send but the root's waits for its sender's reception, and for nothing else
+    assert s.has_dependencies and len(s.after_idx) == p - 1 - int((s.src == 0).sum())
+    assert np.array_equal(s.dst[s.after_idx], s.src[s.waiter_of_edge()])
 
 
 def test_small_cases_check_with_default_parameters():
@@ -489,3 +493,148 @@ def test_small_cases_check_with_default_parameters():
         for segsize in (0, 1, 4):
             for p in (2, 3, 10, 17):
                 check(schedule(name, p, 9, root=p - 1, segsize=segsize))
+
+
+# ------------------------------------------------------------------------------------ dependencies
+
+OMPI_BCASTS = [a for a in algorithms(BCAST) if a.library == "ompi"]
+SAMPLE_P = (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33, 64, 65)
+EXTRA = {"chain": [{"fanout": f} for f in (1, 2, 4, 7)], "knomial": [{"radix": r} for r in (2, 3, 4)]}
+
+
+def t(src, dst, start, stop):
+    """A transmission as :func:`waits_of` names it: ranks and the one byte range it carries."""
+    return (src, dst, ((start, stop),))
+
+
+@pytest.mark.parametrize("nprocs", SAMPLE_P)
+@pytest.mark.parametrize("algorithm", OMPI_BCASTS, ids=lambda a: a.name)
+def test_no_bcast_forwards_data_before_it_arrived(algorithm, nprocs):
+    """The checker runs every dependency schedule: segmented and not, below and above P bytes, three roots."""
+    segmented = any(p.name == "segsize" for p in algorithm.params)
+    for extra in EXTRA.get(algorithm.name, [{}]):
+        for root in sorted({0, nprocs // 2, nprocs - 1}):
+            for nbytes, segsize in ((1, 0), (11, 0), (11, 3), (3 * nprocs + 1, 0), (3 * nprocs + 1, 4)):
+                if segsize and not segmented:
+                    continue
+                params = {"segsize": segsize, **extra} if segmented else {}
+                cs = build(algorithm, Case(BCAST, nprocs, nbytes, root), params, data=True)
+                assert cs.schedule.has_dependencies == (nprocs > 1)
+                check(cs)
+
+
+@pytest.mark.parametrize("algorithm", OMPI_BCASTS, ids=lambda a: a.name)
+def test_every_schedule_has_dependencies_and_payloads_do_not_change_them(algorithm):
+    for nprocs, nbytes, segsize in ((2, 1, 0), (13, 300, 0), (13, 300, 32), (23, 5, 0)):
+        case = Case(BCAST, nprocs, nbytes, 7 % nprocs)
+        params = {"segsize": segsize} if any(p.name == "segsize" for p in algorithm.params) else {}
+        bare, kept = build(algorithm, case, params).schedule, build(algorithm, case, params, data=True).schedule
+        assert bare.has_dependencies and kept.has_dependencies
+        assert np.all(bare.repeat == 1)
+        for field in ("src", "dst", "nbytes", "phase", "after_ptr", "after_idx"):
+            assert np.array_equal(getattr(bare, field), getattr(kept, field)), field
+
+
+def test_binomial_p8_sends_wait_for_their_senders_reception():
+    got = waits_of(schedule("binomial", 8, 4))
+    assert got == {t(0, 1, 0, 4): [], t(0, 2, 0, 4): [], t(0, 4, 0, 4): [],  # the root posts all three
+                   t(1, 3, 0, 4): [t(0, 1, 0, 4)], t(1, 5, 0, 4): [t(0, 1, 0, 4)],
+                   t(2, 6, 0, 4): [t(0, 2, 0, 4)], t(3, 7, 0, 4): [t(1, 3, 0, 4)]}
+
+
+def test_chain_of_three_segments_waits_for_the_segment_and_the_previous_waitall():
+    got = waits_of(schedule("pipeline", 4, 9, segsize=3))  # 0 -> 1 -> 2 -> 3; segments A, B, C
+    seg = {"A": (0, 3), "B": (3, 6), "C": (6, 9)}
+
+    def e(src, k):
+        return t(src, src + 1, *seg[k])
+    assert got[e(0, "A")] == [] and got[e(0, "B")] == [e(0, "A")] and got[e(0, "C")] == [e(0, "B")]
+    for v in (1, 2):
+        assert got[e(v, "A")] == [e(v - 1, "A")]
+        # an inner rank's segment 1 (B): its reception of B and its send of A
+        assert got[e(v, "B")] == [e(v - 1, "B"), e(v, "A")]
+        assert got[e(v, "C")] == [e(v - 1, "C"), e(v, "B")]
+    assert hockney_path(schedule("pipeline", 4, 9, segsize=3).schedule) == (4 - 1) + (3 - 1)
+
+
+def test_a_segment_waits_for_all_sends_of_the_previous_one():
+    got = waits_of(schedule("chain", 5, 4, fanout=2, segsize=2))  # 0 -> 1 -> 2 and 0 -> 3 -> 4
+    assert got[t(0, 1, 2, 4)] == got[t(0, 3, 2, 4)] == [t(0, 1, 0, 2), t(0, 3, 0, 2)]
+    assert got[t(1, 2, 2, 4)] == [t(0, 1, 2, 4), t(1, 2, 0, 2)]
+
+
+def test_split_binary_tree_waits_for_blocking_sends_and_its_half():
+    got = waits_of(schedule("split_binary_tree", 6, 11, segsize=3))  # 0 -> 1, 2; 1 -> 3, 5; 2 -> 4
+    L0, L1, R0, R1 = (0, 3), (3, 6), (6, 9), (9, 11)
+    assert got == {
+        # the root alternates left and right, each send after the previous one
+        t(0, 1, *L0): [], t(0, 2, *R0): [t(0, 1, *L0)], t(0, 1, *L1): [t(0, 2, *R0)], t(0, 2, *R1): [t(0, 1, *L1)],
+        t(1, 3, *L0): [t(0, 1, *L0)], t(1, 5, *L0): [t(0, 1, *L0), t(1, 3, *L0)],
+        t(1, 3, *L1): [t(0, 1, *L1), t(1, 5, *L0)], t(1, 5, *L1): [t(0, 1, *L1), t(1, 3, *L1)],
+        t(2, 4, *R0): [t(0, 2, *R0)], t(2, 4, *R1): [t(0, 2, *R1), t(2, 4, *R0)],
+        # the exchange: after the rank's last send and the last segment of its half
+        t(1, 2, 0, 6): [t(0, 1, *L1), t(1, 5, *L1)], t(2, 1, 6, 11): [t(0, 2, *R1), t(2, 4, *R1)],
+        t(3, 4, 0, 6): [t(1, 3, *L1)], t(4, 3, 6, 11): [t(2, 4, *R1)],
+        t(0, 5, 6, 11): [t(0, 2, *R1)],  # even P: the root feeds the last rank after its own sends
+    }
+
+
+def test_basic_linear_waits_for_nothing():
+    cs = schedule("basic_linear", 6, 100, root=2)
+    assert cs.schedule.has_dependencies and len(cs.schedule.after_idx) == 0
+
+
+def test_scatter_allgather_waits_for_the_receptions_it_forwards():
+    got = waits_of(schedule("scatter_allgather", 7, 7))
+    # scatter: 4 forwards block 6 after its reception of [4, 7)
+    assert got[t(4, 6, 6, 7)] == [t(0, 4, 4, 7)]
+    # mask 2: 1 swaps [0, 2) with 3 after its mask-1 exchange with 0 (send and reception)
+    assert got[t(1, 3, 0, 2)] == [t(0, 1, 0, 1), t(1, 0, 1, 2)]
+    # 5 had no partner at mask 2 and got block 6 from 4 by halving; at mask 4 it sends [4, 7) to 1
+    assert got[t(4, 5, 6, 7)] == [t(4, 6, 4, 6), t(6, 4, 6, 7)]
+    assert got[t(5, 1, 4, 7)] == [t(4, 5, 4, 5), t(4, 5, 6, 7), t(5, 4, 5, 6)]
+
+
+def test_ring_step_waits_for_the_previous_send_and_reception():
+    got = waits_of(schedule("scatter_allgather_ring", 4, 8, root=1))  # virtual v is real (v + 1) % 4
+    assert got[t(1, 2, 0, 2)] == [t(1, 2, 2, 4)]  # step 1: the root's last scatter send
+    assert got[t(0, 1, 6, 8)] == [t(3, 0, 6, 8)]  # step 1: rank 0's scatter reception
+    assert got[t(1, 2, 6, 8)] == [t(0, 1, 6, 8), t(1, 2, 0, 2)]  # step 2: what came in step 1, own step 1
+    assert got[t(2, 3, 6, 8)] == [t(1, 2, 6, 8), t(2, 3, 0, 2)]  # step 3: block 3, which came in step 2
+
+
+def _serial_tree_time(tree) -> int:
+    """Unit-time critical path of an unsegmented tree broadcast whose ranks send one message at a time:
+    child j (1-based, in send order) of v gets the message at time(v) + j."""
+    time = {0: 0}
+    for v in np.argsort(tree.depth, kind="stable").tolist():
+        for j, c in enumerate(tree.children(v), 1):
+            time[c] = time[v] + j
+    return max(time.values())
+
+
+@pytest.mark.parametrize("nprocs", [2, 7, 100, 1024])
+def test_hockney_critical_path_follows_the_tree_not_the_phases(nprocs):
+    assert hockney_path(schedule("binomial", nprocs, 8).schedule) == (nprocs - 1).bit_length()
+    for name, tree in (("binomial", build_bmtree(nprocs)), ("knomial", build_kmtree(4, nprocs)),
+                       ("binary_tree", build_tree(2, nprocs)), ("chain", build_chain(4, nprocs))):
+        assert hockney_path(schedule(name, nprocs, 8, root=nprocs // 2).schedule) == _serial_tree_time(tree)
+
+
+def test_a_long_pipeline_is_every_segment_on_every_edge():
+    """No repeated phases: S segments over a height-H tree are (P - 1) S transmissions in H + S - 1 steps."""
+    s = build(find(BCAST, "binomial"), Case(BCAST, 64, 1 << 19), {"segsize": 1024}).schedule
+    assert s.ntransmissions == 63 * 512 and s.nphases == 6 + 512 - 1 and np.all(s.repeat == 1)
+
+
+def test_a_bcast_after_phased_transmissions_stays_phased():
+    """Composites (allreduce nonoverlapping, allgather linear) record a bcast after another collective's
+    phases: it keeps its phases, and states no waits, so the schedule stays of one kind."""
+    case = Case(BCAST, 8, 4)
+    for name in ("binomial", "split_binary_tree", "scatter_allgather_ring"):
+        rec = Recorder(case)
+        rec.phase("before").send(3, 0, (0, 4))
+        algorithm = find(BCAST, name)
+        algorithm.builder(rec, case, algorithm.resolve_params())
+        s = rec.build(name, {}).schedule
+        assert not s.has_dependencies and s.nphases > 1

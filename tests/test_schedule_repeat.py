@@ -20,7 +20,7 @@ from taulop_fixtures import two_channel_params
 from test_collectives_priced import EX
 
 PARAMS = load_params(EX / "params" / "illustrative.toml")
-RING = find(Collective.BCAST, "scatter_allgather_ring")
+RING = find(Collective.ALLGATHER, "ompi.ring")  # equal blocks: P - 1 equal steps, stored once
 
 
 def cluster(nnodes: int, ppn: int) -> Platform:
@@ -47,8 +47,8 @@ def assert_priced_alike(compact, steps, platform: Platform, mapping: Mapping) ->
 
 @pytest.mark.parametrize("nprocs", [2, 5, 8, 13, 32])
 def test_the_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
-    """scatter_allgather_ring with equal blocks stores its P - 1 steps as one phase run P - 1 times."""
-    case = Case(Collective.BCAST, nprocs, 96 * nprocs, nprocs // 3)
+    """The allgather ring stores its P - 1 equal steps as one phase run P - 1 times."""
+    case = Case(Collective.ALLGATHER, nprocs, 96)
     compact = build(RING, case).schedule
     steps = build(RING, case, data=True).schedule
     assert compact.repeat.max() == nprocs - 1 and np.all(steps.repeat == 1)
@@ -65,12 +65,13 @@ def test_the_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
 
 
 def test_unequal_blocks_are_recorded_step_by_step():
-    assert np.all(build(RING, Case(Collective.BCAST, 6, 1000)).schedule.repeat == 1)
+    ring = find(Collective.ALLREDUCE, "ompi.ring")
+    assert np.all(build(ring, Case(Collective.ALLREDUCE, 6, 1000)).schedule.repeat == 1)
 
 
 def test_price_scaled_counts_repeats():
     platform = cluster(4, 4)
-    schedule = build(RING, Case(Collective.BCAST, 16, 16)).schedule
+    schedule = build(RING, Case(Collective.ALLGATHER, 16, 1)).schedule
     placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 16, 4))
     model = TauLop(two_channel_params())
     factors = np.array([1.0, 3.0, 4096.0])

@@ -13,12 +13,28 @@ exchanges the empty chunks in its ``MPIC_Sendrecv`` steps; those appear as
 zero-byte transmissions (a message costs latency even when empty), while
 its scatter skips them, as MPICH does.
 
-Phases: the binomial algorithms take one phase per mask (each rank sends at
-most once per mask, as MPICH's mask loops do); a sendrecv step is a phase
-in which both partners send (posted); the tree algorithms take one phase
-per tree level (per level and chunk when pipelined), in which a parent
-sends to its children one after another (blocking ``MPIC_Send``) or posted
-together (``MPIC_Isend`` + ``MPIC_Waitall``, MPICH's default).
+Every algorithm is a *dependency schedule* (:mod:`commcost.schedule.schedule`,
+:mod:`.waits`): phases only label steps (one per mask in the binomial
+algorithms, one per sendrecv step, one per tree level and chunk), and a
+send waits for what it waits for in MPICH's code:
+
+* binomial, the scatter of the scatter-allgathers, recursive doubling
+  with its halving fix-up, and the ring: blocking ``MPIC_Recv``,
+  ``MPIC_Send`` and ``MPIC_Sendrecv``, so a send waits for its sender's
+  previous send and the receptions it completed since (a rank forwards
+  only what arrived; ring step i + 1 sends what came in step i);
+* tree and pipelined_tree: a send of chunk c waits for its sender's
+  reception of chunk c; with ``is_non_blocking`` 0 (``MPIC_Send``) also for
+  the sender's previous send; with 1 (``MPIC_Isend``) for nothing more:
+  MPICH waits for all of a rank's sends once, at the end.
+
+Not expressed: when receives are posted (pipelined_tree pre-posts three
+or all, then receives blocking) and rendezvous flow control, which would
+make a sender wait for its receiver (a rank waits only for its own
+operations). Eager or rendezvous is the model's business.
+A broadcast recorded after another collective's phases (the composites
+allreduce basic_linear and nonoverlapping, allgather linear) stays in its
+phases, after a barrier, as part of that phased schedule (:class:`.waits.Waits`).
 """
 
 from __future__ import annotations
@@ -30,6 +46,7 @@ import numpy as np
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import register, whole_blocks
+from commcost.collectives.waits import BlockingSteps, Waits, pipeline_waits, ring_waits
 from commcost.errors import InputError
 from commcost.schedule.schedule import SendMode
 
@@ -46,6 +63,11 @@ TREE_PARAMS = (
 def _shift(v: np.ndarray, case: Case) -> np.ndarray:
     """Relative ranks to ranks: ``(v + root) mod P``."""
     return (v + case.root) % case.nprocs
+
+
+def _ranks(case: Case):
+    """Relative ranks to ranks for ``case`` (:func:`_shift` as a function of the ranks alone)."""
+    return lambda v: _shift(v, case)
 
 
 def _masks_down(nprocs: int) -> list[int]:
@@ -85,28 +107,35 @@ def binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
     Relative rank v receives from ``v - lowbit(v)``, then sends the whole
     message to ``v + mask`` for the masks below ``lowbit(v)``, largest
-    first, with blocking sends: in the phase of ``mask`` every v that is a
-    multiple of ``2 mask`` (and has ``v + mask < P``) sends.
+    first, with blocking sends (``MPIC_Recv``, then ``MPIC_Send``): its first
+    send waits for its reception, each later one for its previous send. In
+    the phase of ``mask`` every v that is a multiple of ``2 mask`` (and has
+    ``v + mask < P``) sends.
     """
     p, n = case.nprocs, case.nbytes
     if n == 0:
         return
+    steps = BlockingSteps(Waits(rec), p)
     for mask in _masks_down(p):
         v = np.arange(0, p - mask, 2 * mask, dtype=np.int64)
         rec.phase(f"mask {mask}", SendMode.SEQUENCE)
-        rec.sends(_shift(v, case), _shift(v + mask, case), 0, n)
+        steps.step(rec, v, v + mask, 0, n, _ranks(case))
 
 
 # ---------------------------------------------------------------------------------- scatter + allgather
 
 
-def _scatter_for_bcast(rec: Recorder, case: Case) -> None:
+def _scatter_for_bcast(rec: Recorder, case: Case) -> BlockingSteps:
     """``MPII_Scatter_for_bcast`` (bcast_utils.c): binomial scatter of the chunks.
 
     The root starts with the whole message; in the phase of ``mask`` each
     holder v sends ``[s (v + mask), s v + held)``, what it holds beyond its
-    own ``mask`` chunks, to ``v + mask`` when that is not empty.
+    own ``mask`` chunks, to ``v + mask`` when that is not empty. Blocking
+    ``MPIC_Recv`` then ``MPIC_Send``s: a send waits for the rank's reception
+    and its previous send. Returns the ranks' progress (relative ranks) for
+    the allgather that follows.
     """
+    steps = BlockingSteps(Waits(rec), case.nprocs)
     p, n, s = case.nprocs, case.nbytes, scatter_size(case)
     held = np.zeros(p, dtype=np.int64)  # MPICH's curr_size, per relative rank
     held[0] = n
@@ -116,9 +145,10 @@ def _scatter_for_bcast(rec: Recorder, case: Case) -> None:
         v, size = v[size > 0], size[size > 0]
         start = s * (v + mask)
         rec.phase(f"scatter mask {mask}", SendMode.SEQUENCE)
-        rec.sends(_shift(v, case), _shift(v + mask, case), start, start + size)
+        steps.step(rec, v, v + mask, start, start + size, _ranks(case))
         held[v + mask] = size
         held[v] -= size
+    return steps
 
 
 def _own_chunk_size(case: Case) -> np.ndarray:
@@ -140,12 +170,15 @@ def scatter_recursive_doubling_allgather(rec: Recorder, case: Case, params: Mapp
     the forced algorithm runs any P: when the partner subtree is short, the
     ranks of this subtree that had a partner pass what they received on to
     those that had none by recursive halving (MPICH's "experimental" block),
-    one blocking-send phase per halving step.
+    one blocking-send phase per halving step. Every step is blocking
+    (``MPIC_Sendrecv``, ``MPIC_Send``, ``MPIC_Recv``): a send waits for its
+    sender's previous send and the receptions it completed since (the
+    scatter's, the previous exchange's, the halving steps').
     """
     p, n = case.nprocs, case.nbytes
     if n == 0:
         return
-    _scatter_for_bcast(rec, case)
+    steps = _scatter_for_bcast(rec, case)
     s = scatter_size(case)
     v = np.arange(p, dtype=np.int64)
     held = _own_chunk_size(case)  # curr_size
@@ -157,20 +190,21 @@ def scatter_recursive_doubling_allgather(rec: Recorder, case: Case, params: Mapp
         my_root = (v >> i) << i
         start = s * my_root
         rec.phase(f"allgather exchange {mask}", SendMode.POSTED)
-        rec.sends(_shift(v[pairs], case), _shift(partner[pairs], case), start[pairs], start[pairs] + held[pairs])
+        steps.step(rec, v[pairs], partner[pairs], start[pairs], start[pairs] + held[pairs],
+                   _ranks(case))
         got = np.where(pairs, held[np.minimum(partner, p - 1)], 0)
         received = np.where(pairs, got, received)
         held = held + got
         dst_root = (partner >> i) << i
         short = dst_root + mask > p
         if short.any():
-            held, received = _halving(rec, case, mask, i, short, my_root, held, received)
+            held, received = _halving(rec, case, mask, i, short, my_root, held, received, steps)
         mask <<= 1
         i += 1
 
 
 def _halving(rec: Recorder, case: Case, mask: int, i: int, short: np.ndarray, my_root: np.ndarray,
-             held: np.ndarray, received: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+             held: np.ndarray, received: np.ndarray, steps: BlockingSteps) -> tuple[np.ndarray, np.ndarray]:
     """The recursive-halving fix-up of MPICH's recursive doubling for a short partner subtree.
 
     ``short`` marks the ranks whose partner subtree is incomplete; of them,
@@ -191,7 +225,8 @@ def _halving(rec: Recorder, case: Case, mask: int, i: int, short: np.ndarray, my
         recv = short & (other < v) & (other < edge) & (v >= edge)
         assert np.all(other[send] < p), "MPICH's halving would send past the last rank"
         rec.phase(f"allgather halving {mask}/{tmp_mask}", SendMode.SEQUENCE)
-        rec.sends(_shift(v[send], case), _shift(other[send], case), offset[send], offset[send] + received[send])
+        steps.step(rec, v[send], other[send], offset[send], offset[send] + received[send],
+                   _ranks(case))
         got = received[other[recv]]
         received = received.copy()
         held = held.copy()
@@ -212,24 +247,20 @@ def scatter_ring_allgather(rec: Recorder, case: Case, params: Mapping[str, int])
     it received in the previous step (its own first), and receives from
     ``rank - 1``: in step i rank r passes the chunk of relative rank
     ``r - root - (i - 1)``. Empty chunks are still exchanged (0 bytes).
-    When P divides n the chunks are equal and, unless payloads are kept,
-    the P-1 steps are stored once as a phase run P-1 times.
+    Step 1's send waits for the rank's scatter operations; step i + 1's
+    for its send and its reception of step i (``MPIC_Sendrecv``, blocking).
+    P (P - 1) transmissions, recorded as one batch.
     """
     p, n = case.nprocs, case.nbytes
     if n == 0:
         return
-    _scatter_for_bcast(rec, case)
+    steps = _scatter_for_bcast(rec, case)
     s = scatter_size(case)
-    r = np.arange(p, dtype=np.int64)
-    if rec.compact and n % p == 0:  # equal chunks: every step is the same transmissions
-        start = ((r - case.root) % p) * s
-        rec.phase(f"ring steps 1..{p - 1}", SendMode.POSTED, repeat=p - 1)
-        rec.sends(r, (r + 1) % p, start, start + s)
-        return
-    for i in range(1, p):
-        start = np.minimum(((r - case.root - (i - 1)) % p) * s, n)
-        rec.phase(f"ring step {i}", SendMode.POSTED)
-        rec.sends(r, (r + 1) % p, start, np.minimum(start + s, n))
+    step = np.repeat(np.arange(1, p, dtype=np.int64), p)
+    r = np.tile(np.arange(p, dtype=np.int64), p - 1)
+    start = np.minimum(((r - case.root - (step - 1)) % p) * s, n)
+    ids = rec.staged_sends(step, r, (r + 1) % p, start, np.minimum(start + s, n), "ring", SendMode.POSTED)
+    ring_waits(steps, ids.reshape(p - 1, p), (np.arange(p) - case.root) % p)
 
 
 # --------------------------------------------------------------------------------------------------- trees
@@ -350,13 +381,17 @@ def _depths(nprocs: int, parent: np.ndarray, child: np.ndarray) -> np.ndarray:
 def _tree_bcast(rec: Recorder, case: Case, params: Mapping[str, int], bounds: np.ndarray) -> None:
     """Chunk c, ``[bounds[c], bounds[c+1])``, crosses the tree edges below level l in phase ``c + l``.
 
-    Within a phase a parent sends to its children in MPICH's order, posted
-    or one after another as ``is_non_blocking`` says.
+    Within a phase a parent sends to its children in MPICH's order. A send
+    of chunk c waits for its sender's reception of chunk c; with blocking
+    sends (``is_non_blocking`` 0: ``MPIC_Send``) also for the sender's
+    previous send; with ``MPIC_Isend`` (1) for nothing more, since MPICH
+    waits for all of a rank's sends once, at the end (``MPIC_Waitall``).
     """
     p = case.nprocs
     if params["is_non_blocking"] not in (0, 1):
         raise InputError(f"is_non_blocking must be 0 or 1, got {params['is_non_blocking']}",
                          where="is_non_blocking")
+    waits = Waits(rec)
     parent, child, order = tree_edges(p, params["tree_type"], params["tree_kval"])
     level = _depths(p, parent, child)[parent]
     idx = np.lexsort((order, parent, level))
@@ -365,11 +400,15 @@ def _tree_bcast(rec: Recorder, case: Case, params: Mapping[str, int], bounds: np
     nchunks, nlevels = len(bounds) - 1, int(level[-1]) + 1
     mode = SendMode.POSTED if params["is_non_blocking"] else SendMode.SEQUENCE
     cuts = np.searchsorted(level, np.arange(nlevels + 1))
+    ids = np.empty(len(parent) * nchunks, np.int64)  # edge-major: chunk c of edge e at e * nchunks + c
     for t in range(nchunks + nlevels - 1):
         lo, hi = cuts[max(0, t - nchunks + 1)], cuts[min(t, nlevels - 1) + 1]
         chunk = t - level[lo:hi]
         rec.phase(f"level {int(level[lo])}" if nchunks == 1 else f"pipeline step {t}", mode)
-        rec.sends(src[lo:hi], dst[lo:hi], bounds[chunk], bounds[chunk + 1])
+        got = rec.sends(src[lo:hi], dst[lo:hi], bounds[chunk], bounds[chunk + 1])
+        ids[np.arange(lo, hi, dtype=np.int64) * nchunks + chunk] = got
+    pipeline_waits(waits, ids, parent, child, np.full(len(parent), nchunks, np.int64),
+                   "none" if params["is_non_blocking"] else "sequence")
 
 
 @register(Collective.BCAST, "mpich", "tree",
@@ -380,7 +419,9 @@ def tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
     Defaults are MPICH's CVARs: kary tree, k = 2, non-blocking sends.
     A rank receives the whole message from its parent, then sends it to
-    each child; one phase per tree level.
+    each child (isends, or blocking sends one after another); one phase
+    label per tree level. A send waits for its sender's reception (and,
+    blocking, its previous send).
     """
     _tree_bcast(rec, case, params, np.array([0, case.nbytes], dtype=np.int64))
 
@@ -406,8 +447,11 @@ def pipelined_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
 
     A rank receives chunk c from its parent, then sends it to its children
     before receiving chunk c + 1; with non-blocking sends (the default) the
-    sends stay posted. As a schedule: chunk c crosses level l in phase
-    c + l. MPICH's pre-posted receives (MPIR_CVAR_BCAST_RECV_PRE_POST) do
-    not change what is sent, so they are not a parameter.
+    sends stay posted until one Waitall at the end, so a send of chunk c
+    waits only for the reception of chunk c; with blocking sends also for
+    the rank's previous send. Chunk c crosses level l in the phase
+    labelled c + l. MPICH's pre-posted receives (MPIR_CVAR_BCAST_RECV_PRE_POST)
+    do not change what is sent or what a send waits for, so they are not a
+    parameter.
     """
     _tree_bcast(rec, case, params, pipeline_chunks(case.nbytes, params["segsize"]))

@@ -31,26 +31,43 @@ and mapped back. A segment is ``segsize`` bytes (``COLL_BASE_COMPUTED_SEGCOUNT``
 with one-byte elements: segmentation only when ``1 <= segsize < nbytes``),
 the last one short (:func:`.segments.segment_bounds`).
 
-The segmented tree pipeline (``ompi_coll_base_bcast_intra_generic``, ids
-2, 3, 5, 6, 7) in phases. In Open MPI the root, for each segment s in turn,
-isends s to all its children (in ``tree_next`` order) and waits for all of
-them; an inner node receives s (two receives pre-posted), then isends it to
-all its children and waits before forwarding s + 1. Here phase t holds, for
-every rank at depth d with ``0 <= t - d < S``, the posted sends of segment
-``t - d`` to its children, in Open MPI's child order: ``height + S - 1``
-phases. Every dependency of the real code is kept (a rank forwards s + 1
-only after its sends of s ended and s + 1 arrived), but the phase barrier
-adds ones the code lacks: a rank waits for *every* transmission of the
-previous phase, not just its own sends and its parent's. The schedule is
-therefore exact for a chain on a uniform network and an upper bound
-elsewhere; it is furthest off where fan-outs differ within a level, as in
-the binomial tree, whose root posts ``log2 P`` sends while its deepest
-children post one, and every phase lasts as long as its busiest sender.
-The same barrier holds between the steps of split_binary_tree and of the
-scatter-allgather algorithms (whose ranks idle during the recursive-halving
-fix-up steps of a non-power-of-two allgather). Protocols (eager or
-rendezvous), receive posting and flow control are the model's business,
-not the schedule's.
+Every algorithm is a *dependency schedule* (:mod:`commcost.schedule.schedule`):
+no barrier between phases, which only label steps; a send starts when
+what it waits for in Open MPI's code has completed (:mod:`.waits`). A
+rank can only wait for its own operations: a reception (receive before
+forward) or its own earlier sends.
+
+* Tree pipelines (``ompi_coll_base_bcast_intra_generic``: chain, pipeline,
+  binary_tree, binomial, knomial; :func:`tree_pipeline`): the root, for
+  each segment s, isends s to all its children (``tree_next`` order) and
+  waits for all of them; an inner node waits for its receive of s, isends
+  s to all its children, and waits for them before forwarding s + 1. So
+  the send of s on edge v -> c waits for the reception of s by v and for
+  every send of s - 1 by v.
+* split_binary_tree: blocking sends throughout; a send waits for its
+  sender's previous send (the root alternates halves segment by segment)
+  and, at an inner node, for its reception of that segment; an exchange
+  send (sendrecv of the halves) waits for its sender's last send and its
+  reception of the last segment of its half.
+* basic_linear: the root's isends wait for nothing (one Waitall at the end).
+* scatter_allgather, scatter_allgather_ring: blocking steps (recv, send,
+  sendrecv); a send waits for its sender's previous send and the
+  receptions it completed since: in the binomial scatter a rank forwards
+  its subtree's blocks after receiving them; a recursive-doubling or
+  halving send after the receptions that brought what it forwards; ring
+  step i + 1's send after the rank's send and reception of step i.
+
+What the schedule does not say: when receives are posted (the generic
+pipeline keeps two pre-posted, split_bintree one), and so any flow
+control of a rendezvous protocol, which makes a *sender* wait for its
+receiver: a rank can only wait for its own operations. Eager or
+rendezvous, and how a rank's posted sends share its link, are the model's
+business. Each schedule scaled by a factor is still exact (``scales``),
+and the pipelines keep ``pipelined`` (their one-segment schedule gives
+the tree).
+A broadcast recorded after another collective's phases (the composites
+allreduce basic_linear and nonoverlapping, allgather linear) stays in its
+phases, after a barrier, as part of that phased schedule (:class:`.waits.Waits`).
 
 A zero-byte or one-rank call has an empty schedule: ``MPI_Bcast``
 (``ompi/mpi/c/bcast.c``) returns before reaching coll/tuned; ``registry.build``
@@ -59,7 +76,7 @@ skips the builder for such calls, once for every algorithm.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -70,6 +87,7 @@ from commcost.collectives.segments import segment_bounds
 from commcost.collectives.trees import (
     MAXTREEFANOUT, Tree, build_bmtree, build_chain, build_kmtree, build_tree, to_ranks,
 )
+from commcost.collectives.waits import EMPTY, BlockingSteps, Waits, pipeline_waits, ring_waits
 from commcost.schedule.schedule import SendMode
 
 SEGSIZE = Param("segsize", 0, "segment size in bytes (coll_tuned_bcast_algorithm_segmentsize); 0: no segmentation")
@@ -105,58 +123,61 @@ RADIX = Param("radix", 4, "k-nomial tree radix (coll_tuned_bcast_algorithm_knomi
 
 # ------------------------------------------------------------------------------------- tree pipelines
 
+class Pipeline(NamedTuple):
+    """What :func:`tree_pipeline` recorded: ``ids`` edge-major (edge e's segments ``0 .. nseg[e] - 1``),
+    and the edges ``src[e] -> dst[e]`` on virtual ranks."""
+
+    ids: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    nseg: np.ndarray
+
+    def last_ops(self, nprocs: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per virtual rank: the id of its reception of its last segment, and of its last send (-1: none)."""
+        first = np.cumsum(self.nseg) - self.nseg
+        last_recv = np.full(nprocs, -1, np.int64)
+        last_recv[self.dst] = self.ids[first + self.nseg - 1]
+        last_send = np.full(nprocs, -1, np.int64)
+        np.maximum.at(last_send, np.repeat(self.src, self.nseg), self.ids)
+        return last_recv, last_send
+
+
 def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.ndarray],
                   part_of: np.ndarray | None = None, mode: SendMode = SendMode.POSTED,
-                  label: str = "segment") -> None:
-    """Send segmented data down ``tree`` (virtual ranks, root 0) as a pipeline, one phase per step.
+                  label: str = "segment", waits: Waits | None = None) -> Pipeline:
+    """Send segmented data down ``tree`` (virtual ranks, root 0) as a pipeline, with its real waits.
 
     ``bounds[k]`` are the segment boundaries (:func:`.segments.segment_bounds`)
     of the k-th part of the message; virtual rank v receives (and forwards)
     part ``part_of[v]`` (part 0 everywhere when None; split_binary_tree sends
-    one half down each subtree). In phase t every rank at depth d sends its
-    part's segment ``t - d``, if it has one, to its children in Open MPI's
-    child order.
-    This is ``ompi_coll_base_bcast_intra_generic`` (coll_base_bcast.c) in
-    phases; see the module docstring for what the phase barrier adds.
+    one half down each subtree). Segment k of an edge from a rank at depth
+    d is labelled phase ``d + k`` ("step"); every rank sends to its children
+    in Open MPI's child order.
 
-    Once every sending depth is busy and before any edge sends the last
-    (possibly short) segment, the steps repeat the same transmissions
-    (each edge a full segment); unless payloads are kept, those steady
-    steps are stored once as a repeated phase, so a pipeline of S segments
-    over a tree of height H is stored in about 2H phases, not H + S - 1.
+    What a send waits for (:func:`.waits.pipeline_waits`): the sender's
+    reception of the same segment, and, with ``mode`` POSTED
+    (``ompi_coll_base_bcast_intra_generic``: isend segment k to every child,
+    then Waitall), all of the sender's sends of segment k - 1; with
+    SEQUENCE (split_bintree's blocking sends), the sender's previous send.
     """
+    waits = waits or Waits(rec)
     if tree.nprocs < 2:
-        return
+        return Pipeline(EMPTY, EMPTY, EMPTY, EMPTY)
     src, dst, _ = tree.by_depth()
     part = np.zeros(len(src), np.int64) if part_of is None else part_of[dst]
     nseg = np.array([len(b) - 1 for b in bounds], dtype=np.int64)[part]
     depth = tree.depth[src]
-    height = int(depth.max()) + 1  # depths that send
-    full = np.array([np.all(np.diff(b) == b[1] - b[0]) for b in bounds])[part]  # last segment full too
-    # steps height-1 .. height-2+steady: every depth sends, and a full segment (a short last one excluded)
-    steady = int(nseg.min()) - height + (1 if np.all(full) else 0)
-    repeat: dict[int, int] = {}
-    if rec.compact and steady >= 2:
-        # steps height-1 .. height-2+steady are the same transmissions: keep the first, run it `steady` times
-        lo = height - 1 - depth  # last segment before the steady run, per edge
-        hi = lo + steady  # first segment after it
-        kept = (lo + 1) + (nseg - hi)
-        edge = np.repeat(np.arange(len(src)), kept)
-        k = np.arange(len(edge)) - np.repeat(np.cumsum(kept) - kept, kept)
-        seg = np.where(k <= lo[edge], k, k - (lo[edge] + 1) + hi[edge])
-        step = depth[edge] + seg
-        step = np.where(step > height - 1, step - (steady - 1), step)
-        repeat = {height - 1: steady}
-    else:
-        # every edge carries its part's segments 0..nseg-1; edge-major, so a phase keeps the child order
-        edge = np.repeat(np.arange(len(src)), nseg)
-        seg = np.arange(len(edge)) - np.repeat(np.cumsum(nseg) - nseg, nseg)
-        step = depth[edge] + seg
+    # every edge carries its part's segments 0..nseg-1; edge-major, so a phase keeps the child order
+    edge = np.repeat(np.arange(len(src)), nseg)
+    seg = np.arange(len(edge)) - np.repeat(np.cumsum(nseg) - nseg, nseg)
+    step = depth[edge] + seg
     offsets = np.concatenate(bounds)
     first = np.cumsum([0] + [len(b) for b in bounds])[:-1][part[edge]]
-    rec.staged_sends(step, to_ranks(src, case.root, case.nprocs)[edge],
-                     to_ranks(dst, case.root, case.nprocs)[edge], offsets[first + seg], offsets[first + seg + 1],
-                     label, mode, repeat)
+    ids = rec.staged_sends(step, to_ranks(src, case.root, case.nprocs)[edge],
+                           to_ranks(dst, case.root, case.nprocs)[edge], offsets[first + seg],
+                           offsets[first + seg + 1], label, mode)
+    pipeline_waits(waits, ids, src, dst, nseg, "window" if mode is SendMode.POSTED else "sequence")
+    return Pipeline(ids, src, dst, nseg)
 
 
 def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
@@ -204,7 +225,9 @@ def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 @register(Collective.BCAST, "ompi", "basic_linear", "root isends the message to every rank at once",
           id=1, scales=lambda params, nprocs, nbytes: 1)
 def basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
-    """``ompi_coll_base_bcast_intra_basic_linear``: root isends to ranks 0..P-1 (not itself) in order, then waits."""
+    """``ompi_coll_base_bcast_intra_basic_linear``: root isends to ranks 0..P-1 (not itself) in order, then
+    waits for them all; a dependency schedule in which no send waits for anything."""
+    Waits(rec)
     _linear(rec, case)
 
 
@@ -229,12 +252,17 @@ def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     heads the odd virtual ranks, its right child (2) the even ones; the
     root sends the first half down the left subtree and the second down the
     right, each cut into ``segsize`` segments, alternating left and right
-    segment by segment with blocking sends (a sequence), and inner nodes
-    forward their half with blocking sends. Then virtual ranks 2i-1 and 2i
-    swap halves (sendrecv); for even P the root sends the second half to
-    virtual rank P-1, which has no partner. When a half is empty or shorter
-    than ``segsize`` (``n <= 1``, or ``segsize > floor(n/2)``), Open MPI
-    falls back to ``ompi_coll_base_bcast_intra_chain(segsize, 1)``: the pipeline.
+    segment by segment with blocking sends (``MCA_PML_CALL(send)``), and
+    inner nodes forward each segment of their half, once it arrived, to
+    their children with blocking sends: a send waits for its sender's
+    previous send and for the sender's reception of that segment. Then
+    virtual ranks 2i-1 and 2i swap halves (sendrecv); for even P the root
+    sends the second half to virtual rank P-1, which has no partner. An
+    exchange send waits for its sender's last tree send and its reception
+    of the last segment of its half (the earlier ones arrived before it, in
+    the parent's sequence of sends). When a half is empty or shorter than
+    ``segsize`` (``n <= 1``, or ``segsize > floor(n/2)``), Open MPI falls
+    back to ``ompi_coll_base_bcast_intra_chain(segsize, 1)``: the pipeline.
     """
     n, p, segsize = case.nbytes, case.nprocs, params["segsize"]
     half = (n + 1) // 2
@@ -242,15 +270,19 @@ def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     if counts[1] == 0 or segsize > counts[1]:
         _generic(rec, case, build_chain(1, p), segsize)
         return
+    waits = Waits(rec)
     bounds = [segment_bounds(counts[0], segsize), half + segment_bounds(counts[1], segsize)]
     # odd virtual ranks form the left subtree (first half), even ones the right (second half)
     part_of = 1 - np.arange(p, dtype=np.int64) % 2
-    tree_pipeline(rec, case, build_tree(2, p), bounds, part_of, SendMode.SEQUENCE, label="split segment")
-    _split_exchange(rec, case, half)
+    pipe = tree_pipeline(rec, case, build_tree(2, p), bounds, part_of, SendMode.SEQUENCE,
+                         label="split segment", waits=waits)
+    _split_exchange(rec, case, half, waits, pipe)
 
 
-def _split_exchange(rec: Recorder, case: Case, half: int) -> None:
-    """Step 2 of split_bintree: virtual ranks 2i-1 and 2i swap halves; for even P the root feeds P-1."""
+def _split_exchange(rec: Recorder, case: Case, half: int, waits: Waits, pipe: Pipeline) -> None:
+    """Step 2 of split_bintree: virtual ranks 2i-1 and 2i swap halves; for even P the root feeds P-1.
+
+    Each exchange send waits for its sender's last send and last reception of step 1."""
     p, n = case.nprocs, case.nbytes
     last = p - 1 if p % 2 else p - 2  # virtual ranks 1..last pair up
     v = np.arange(1, last + 1, dtype=np.int64)
@@ -265,19 +297,23 @@ def _split_exchange(rec: Recorder, case: Case, half: int) -> None:
         start = np.append(start, half)
         stop = np.append(stop, n)
     rec.phase("split exchange", SendMode.SEQUENCE)
-    rec.sends(to_ranks(src, case.root, p), to_ranks(dst, case.root, p), start, stop)
+    ids = rec.sends(to_ranks(src, case.root, p), to_ranks(dst, case.root, p), start, stop)
+    last_recv, last_send = pipe.last_ops(p)
+    waits(ids, last_recv[src])
+    waits(ids, last_send[src])
 
 
 # ------------------------------------------------------------------------------------ scatter-allgather
 
-def _scatter(rec: Recorder, case: Case, block: int) -> None:
+def _scatter(rec: Recorder, case: Case, block: int, steps: BlockingSteps) -> None:
     """The binomial scatter of ids 8 and 9: block v (``block`` bytes, clipped to n) ends on virtual rank v.
 
     Virtual rank v receives its subtree's blocks from ``v - lowbit(v)``,
     then sends to ``v + m`` for ``m = lowbit(v)/2, ..., 1`` (the root: the
     largest power of two below P first) the blocks ``[v + m, v + 2m)``,
-    skipping a child with no bytes; blocking sends. Phase k holds the sends
-    with ``m = 2**(L-1-k)``, ``L = ceil(log2 P)``.
+    skipping a child with no bytes; blocking sends, so each waits for the
+    rank's reception, then for its previous send (``steps``). Phase k
+    holds the sends with ``m = 2**(L-1-k)``, ``L = ceil(log2 P)``.
     """
     p, n = case.nprocs, case.nbytes
     curr = np.zeros(p, dtype=np.int64)  # bytes each virtual rank holds from v * block on
@@ -292,8 +328,13 @@ def _scatter(rec: Recorder, case: Case, block: int) -> None:
         curr[v] -= count
         curr[child] = count
         rec.phase(f"scatter mask {mask}", SendMode.SEQUENCE)
-        rec.sends(to_ranks(v, case.root, p), to_ranks(child, case.root, p), child * block, child * block + count)
+        steps.step(rec, v, child, child * block, child * block + count, _real(case))
         mask >>= 1
+
+
+def _real(case: Case):
+    """Virtual ranks to real ranks for ``case``."""
+    return lambda v: to_ranks(v, case.root, case.nprocs)
 
 
 def _block(n: int, block: int, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,16 +343,19 @@ def _block(n: int, block: int, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start, np.minimum((b + 1) * block, n)
 
 
-def _scatter_or_linear(rec: Recorder, case: Case) -> tuple[int, int, int, np.ndarray] | None:
+def _scatter_or_linear(rec: Recorder, case: Case) -> tuple[int, int, int, np.ndarray, BlockingSteps] | None:
     """The first half of ids 8 and 9: basic_linear when n < P (and None), else the binomial scatter of
-    ``ceil(n/P)``-byte blocks, returning (P, n, block size, virtual ranks) for the allgather that follows."""
+    ``ceil(n/P)``-byte blocks, returning (P, n, block size, virtual ranks, the ranks' progress) for the
+    allgather that follows."""
     p, n = case.nprocs, case.nbytes
+    waits = Waits(rec)
     if n < p:
         _linear(rec, case)
         return None
     sc = -(-n // p)
-    _scatter(rec, case, sc)
-    return p, n, sc, np.arange(p, dtype=np.int64)
+    steps = BlockingSteps(waits, p)
+    _scatter(rec, case, sc, steps)
+    return p, n, sc, np.arange(p, dtype=np.int64), steps
 
 
 @register(Collective.BCAST, "ompi", "scatter_allgather",
@@ -325,23 +369,27 @@ def scatter_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     of its aligned group of m ranks with ``v ^ m`` (sendrecv, zero bytes
     included). For non-power-of-two P, when the partner group is cut short
     by P, the ranks of the lower group that got the partner group's data
-    pass it on by recursive halving (masks m/2, ..., 1) to those of their
-    group that had no partner, each step a phase.
+    pass it on by recursive halving (masks m/2, ..., 1, blocking send and
+    recv) to those of their group that had no partner. Every step is
+    blocking, so a send waits for its sender's previous send and the
+    receptions it completed since (:class:`.waits.BlockingSteps`): the
+    scatter's, the previous exchange's and the halving steps'.
     """
     scattered = _scatter_or_linear(rec, case)
     if scattered is None:
         return
-    p, n, sc, v = scattered
+    p, n, sc, v, steps = scattered
     curr = np.minimum(sc, np.maximum(n - v * sc, 0))
     recv = np.where(v == 0, 0, n - v * sc)  # the C variable recv_count, stale values included
     mask = 1
     while mask < p:
-        _doubling_step(rec, case, sc, curr, recv, mask)
-        _halving_steps(rec, case, sc, curr, recv, mask)
+        _doubling_step(rec, case, sc, curr, recv, mask, steps)
+        _halving_steps(rec, case, sc, curr, recv, mask, steps)
         mask <<= 1
 
 
-def _doubling_step(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: np.ndarray, mask: int) -> None:
+def _doubling_step(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: np.ndarray, mask: int,
+                   steps: BlockingSteps) -> None:
     """One recursive-doubling sendrecv: v sends ``curr[v]`` bytes from its group root's block to ``v ^ mask``."""
     p = case.nprocs
     v = np.arange(p, dtype=np.int64)
@@ -352,10 +400,11 @@ def _doubling_step(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: n
     recv[remote] = count
     curr[remote] += count
     rec.phase(f"allgather mask {mask}", SendMode.POSTED)
-    rec.sends(to_ranks(v, case.root, p), to_ranks(remote, case.root, p), start, start + count)
+    steps.step(rec, v, remote, start, start + count, _real(case))
 
 
-def _halving_steps(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: np.ndarray, mask: int) -> None:
+def _halving_steps(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: np.ndarray, mask: int,
+                   steps: BlockingSteps) -> None:
     """The non-power-of-two fix-up after the doubling step ``mask``, as Open MPI writes its conditions."""
     p = case.nprocs
     v = np.arange(p, dtype=np.int64)
@@ -374,7 +423,7 @@ def _halving_steps(rec: Recorder, case: Case, sc: int, curr: np.ndarray, recv: n
         curr[d] += count
         if len(s):
             rec.phase(f"allgather mask {mask} halving {rh}", SendMode.SEQUENCE)
-            rec.sends(to_ranks(s, case.root, p), to_ranks(d, case.root, p), offset[s], offset[s] + count)
+            steps.step(rec, s, d, offset[s], offset[s] + count, _real(case))
         rh >>= 1
 
 
@@ -387,20 +436,19 @@ def scatter_allgather_ring(rec: Recorder, case: Case, params: Mapping[str, int])
     scatter of :func:`_scatter` (blocks of ``ceil(n/P)`` bytes), then P - 1
     ring steps: in step i virtual rank v sends block ``v - i + 1`` (mod P)
     to ``v + 1`` (sendrecv; an empty block past the end still goes, as a
-    zero-byte message). When P divides n the blocks are equal and, unless
-    payloads are kept, the steps are stored once as a phase repeated P - 1 times.
+    zero-byte message). Step 1's send waits for the rank's scatter
+    operations; step i + 1's send waits for the rank's send of step i and
+    its reception of step i (the block it forwards). P (P - 1) transmissions,
+    one batch.
     """
     scattered = _scatter_or_linear(rec, case)
     if scattered is None:
         return
-    p, n, sc, v = scattered
-    src, dst = to_ranks(v, case.root, p), to_ranks(v + 1, case.root, p)
-    if rec.compact and n % p == 0:  # equal blocks: the P - 1 steps are the same transmissions
-        start, stop = _block(n, sc, v)
-        rec.phase(f"ring steps 1..{p - 1}", SendMode.POSTED, repeat=p - 1)
-        rec.sends(src, dst, start, stop)
-        return
-    for i in range(1, p):
-        start, stop = _block(n, sc, (v - i + 1) % p)
-        rec.phase(f"ring step {i}", SendMode.POSTED)
-        rec.sends(src, dst, start, stop)
+    p, n, sc, v, steps = scattered
+    step = np.repeat(np.arange(1, p, dtype=np.int64), p)
+    sender = np.tile(v, p - 1)
+    start, stop = _block(n, sc, (sender - step + 1) % p)
+    ids = rec.staged_sends(step, to_ranks(sender, case.root, p), to_ranks(sender + 1, case.root, p),
+                           start, stop, "ring", SendMode.POSTED)
+    ring_waits(steps, ids.reshape(p - 1, p), v)
+
