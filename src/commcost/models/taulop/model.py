@@ -9,6 +9,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
+from commcost.models.taulop.dependency_engine import simulate_dependencies
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
@@ -98,7 +99,19 @@ class TauLop(Model):
                                               s.posted[idx], merge_a1=self.merge_a1)))
         return _Split(jobs, group, phase_of_job, easy, parts)
 
+    def _dependency_run(self, placed: PlacedSchedule, trace: bool = False, factor: float = 1.0):
+        """A dependency schedule through :mod:`.dependency_engine` (reductions inside: what waits for a
+        reception waits for its reduction), sizes times ``factor``."""
+        s = placed.schedule
+        service = self.reduction_service_s(s)
+        if service is not None and factor != 1.0:
+            service = self.reduction_service_s(s.scaled(factor))
+        return simulate_dependencies(placed.domain, placed.channel, s.nbytes * factor, s.src, s.dst, s.nprocs,
+                                     s.after_ptr, s.after_idx, self.laws_for(placed), service, trace)
+
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
+        if placed.schedule.has_dependencies:
+            return self._dependency_run(placed).done_s
         laws = self.laws_for(placed)
         if not self.fast:
             end = np.zeros(placed.schedule.ntransmissions)
@@ -125,6 +138,9 @@ class TauLop(Model):
         """
         factors = np.asarray(factors, dtype=np.float64)
         s = placed.schedule
+        if s.has_dependencies:
+            return np.array([float(self._dependency_run(placed, factor=f).done_s.max(initial=0.0))
+                             for f in factors.tolist()])
         if not self.fast or (self.reduction is not None and s.combine.any()):
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
@@ -148,6 +164,8 @@ class TauLop(Model):
         return algebra.merge_a1(algebra.concat(runs)), phases
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
+        if placed.schedule.has_dependencies:
+            return self._explain_dependencies(placed, cost)
         laws = self.laws_for(placed)
         ids = [ch.id for ch in placed.platform.channels]
         unit = placed.schedule.unit.nbytes
@@ -173,5 +191,23 @@ class TauLop(Model):
                  "formula_s": algebra.value(expr, laws), "engine_s": float(t)}
                 for name, expr, t in zip(placed.schedule.phase_names, phases, cost.phase_time_s)
             ],
+            "timeline": timeline,
+        }
+
+    def _explain_dependencies(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
+        """The engine's timeline of a dependency schedule; the paper's algebra covers phased schedules only."""
+        run = self._dependency_run(placed, trace=True)
+        p = run.pieces
+        channels = placed.platform.channels
+        timeline = [{"phase": "", "channel": channels[int(c)].name, "tau": int(t), "nbytes": float(b), "start_s": float(a),
+                     "end_s": float(e), "cut": bool(k)}
+                    for c, t, b, a, e, k in zip(p["channel"], p["tau"], p["nbytes"], p["start_s"], p["end_s"],
+                                                p["cut"])]
+        timeline.sort(key=lambda piece: (piece["start_s"], piece["end_s"]))
+        return {
+            "engine_s": cost.time_s,
+            "note": "a dependency schedule: transmissions start when what they wait for has completed; the "
+                    "paper's algebra (eq. 5-10) describes phased schedules, so no formula is given",
+            "unit": placed.schedule.unit.name,
             "timeline": timeline,
         }
