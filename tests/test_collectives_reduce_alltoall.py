@@ -172,8 +172,11 @@ def test_bruck_alltoall_on_five_ranks_sends_blocks_by_bits_of_the_rotated_index(
 def test_the_checker_rejects_a_contribution_counted_twice():
     case = Case(ALLREDUCE, 3, 4)
     rec = Recorder(case, data=True)
-    rec.phase("gather").send(1, 0, (0, 4), combine=True).send(2, 0, (0, 4), combine=True)
-    rec.phase("again").send(1, 0, (0, 4), combine=True)  # rank 1's contribution a second time
+    rec.phase("gather")
+    rec.send(1, 0, (0, 4), combine=True)
+    rec.send(2, 0, (0, 4), combine=True)
+    rec.phase("again")
+    rec.send(1, 0, (0, 4), combine=True)  # rank 1's contribution a second time
     with pytest.raises(DataflowError, match="twice"):
         check(rec.build("wrong", {}))
 
@@ -181,7 +184,9 @@ def test_the_checker_rejects_a_contribution_counted_twice():
 def test_the_checker_rejects_forwarding_what_arrives_in_the_same_phase():
     case = Case(REDUCE, 3, 4, root=0)
     rec = Recorder(case, data=True)
-    rec.phase("chain").send(2, 1, (0, 4), combine=True).send(1, 0, (0, 4), combine=True)
+    rec.phase("chain")
+    rec.send(2, 1, (0, 4), combine=True)
+    rec.send(1, 0, (0, 4), combine=True)
     with pytest.raises(DataflowError, match="missing rank 2"):
         check(rec.build("wrong", {}))
 

@@ -1,4 +1,10 @@
-"""tau-Lop price of a segmented tree pipeline from its tree alone, without building the S-segment schedule.
+"""tau-Lop price of a segmented tree pipeline *with phase barriers*, from its tree alone.
+
+Open MPI's broadcasts are dependency schedules now (no barrier between
+steps), priced by the event engine; this closed form prices the old phased
+pipeline (:meth:`Schedule.without_dependencies`), the baseline that
+``price_grid(phase_barriers=True)`` and ``bench/bench_collectives.py`` set
+beside the prediction. It is not a prediction of what Open MPI runs.
 
 Open MPI's generic tree broadcasts (chain, pipeline, binary, binomial,
 k-nomial: ``ompi_coll_base_bcast_intra_generic``) are, as schedules, a
@@ -40,8 +46,8 @@ def pipeline_time_s(model: TauLop, unit: PlacedSchedule, nseg: int, seg: float, 
     s = unit.schedule
     if s.ntransmissions == 0:
         return 0.0
-    if not np.all(s.posted) or np.any(s.repeat != 1):
-        raise ValueError("expected the posted, one-segment schedule of a tree pipeline")
+    if s.has_dependencies or not np.all(s.posted) or np.any(s.repeat != 1):
+        raise ValueError("expected the phased (barrier), posted, one-segment schedule of a tree pipeline")
     depth = s.phase
     height = s.nphases
     dom_keys, dom = np.unique(unit.domain, return_inverse=True)
