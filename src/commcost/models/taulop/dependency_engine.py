@@ -10,11 +10,29 @@ start of every transmission given by the schedule's dependencies
   reduction of it, receptions reduced one after another in order of
   arrival);
 * A2: released transmissions sharing a contention domain progress together,
-  each moving the same number of bytes, a piece of delta bytes costing
-  tau||T^c(delta) = o^c(delta) + sum_k L^k(delta, tau); when a
-  transmission joins in the middle of a piece, the piece is cut pro rata
-  and the rest goes on at the new concurrency (as :func:`.engine._events`);
+  each moving the same number of bytes; a piece of delta bytes at
+  concurrency tau lasts the *size-dependent part* of the law,
+  tau||T^c(delta) - tau||T^c(0), and a transmission whose bytes have all
+  moved ends tau||T^c(0) later, tau the concurrency it ended in (its fixed
+  cost, o^c(0) + sum_k L^k(0, tau), paid once). When a transmission joins
+  in the middle of a piece, the piece is cut pro rata and the rest goes on
+  at the new concurrency;
 * A3: domains do not interfere.
+
+Transmissions that start together with equal sizes (the steps of trees
+and rings) cost exactly the paper's tau||T^c(m) (eq. 5). Where sizes
+differ the paper's staircase (eq. 6-7) charges the fixed cost again on
+every step, (n-1)||T(m2 - m1); here it is paid once per transmission.
+The paper's own examples are phased schedules, priced by :mod:`.engine`
+with the staircase as the paper writes it. The difference matters when
+transmissions start at different times: a staircase that recharged the
+fixed cost at every join and every end priced a ring of staggered 1-byte
+transmissions up to 16x above its lockstep price, a price no ring shows.
+Paying it once keeps the price continuous in the start times where
+L^c(0, tau) is flat in tau (measured tables: the latency is not shared);
+where a table makes L^c(0, tau) grow with tau, the fixed cost taken at
+the concurrency a transmission ends in moves by at most
+L^c(0, tau) - L^c(0, 1) when that concurrency changes.
 
 Every transmission is its own job: assumption A1 (a sender's consecutive
 blocking sends on one channel priced as one message of the summed size)
@@ -25,12 +43,13 @@ The loop is compiled (:mod:`commcost.jit`): one event heap (piece ends and
 future releases), one heap of finishing marks per domain, O(E log E). Each
 channel's law is passed as arrays (the compiled grids of
 :class:`~.params.TransmissionLaw`), evaluated as ``TransmissionLaw.time``
-does. One call prices the schedule at several size factors (a size sweep).
+does. :func:`sweep_dependencies` prices one schedule at several size factors
+(a size sweep), preparing domains, laws and successors once.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -244,7 +263,9 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                             tr_cut[ntr] = False
                             ntr += 1
                         B0[d] = B0[d] + dB[d]
-                        nready, esize = _finish(d, t, B0[d], mkey, mid, off, msize, tau, end, done, service, dst, src,
+                        fixed = law_time(xs, xs_off, ys, row_off, slope, tau_sat, chan_of_dom[d], 0.0, tau[d])
+                        nready, esize = _finish(d, t, fixed, B0[d], mkey, mid, off, msize, tau, end, done, service,
+                                                dst, src,
                                                 recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready,
                                                 ekey, eid, ever, esize, ndom)
                 t0[d] = t
@@ -261,7 +282,11 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
             if delta < 0.0:
                 delta = 0.0
             dB[d] = delta
-            span = law_time(xs, xs_off, ys, row_off, slope, tau_sat, chan_of_dom[d], delta, tau[d])
+            c = chan_of_dom[d]
+            span = (law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, delta, tau[d])
+                    - law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, 0.0, tau[d]))
+            if span < 0.0:
+                span = 0.0
             dur[d] = span
             tend[d] = t + span
             version[d] += 1
@@ -299,7 +324,8 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                 tr_end[ntr] = t
                 tr_cut[ntr] = False
                 ntr += 1
-            nready, esize = _finish(d, t, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free,
+            fixed = law_time(xs, xs_off, ys, row_off, slope, tau_sat, chan_of_dom[d], 0.0, tau[d])
+            nready, esize = _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free,
                                     succ_ptr, succ_idx, ready_at, pending, ready, nready, ekey, eid, ever, esize, ndom)
             B0[d] = B
             t0[d] = t
@@ -317,16 +343,18 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
 
 
 @njit
-def _finish(d, t, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free, succ_ptr, succ_idx,
-            ready_at, pending, ready, nready, ekey, eid, ever, esize, ndom):  # pragma: no cover - compiled
-    """Domain d's counter reached B at t: end the jobs whose mark it passed, release what waited for them
-    (now, or later after a reduction). Returns the new (nready, esize)."""
+def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free, succ_ptr,
+            succ_idx, ready_at, pending, ready, nready, ekey, eid, ever, esize, ndom):  # pragma: no cover - compiled
+    """Domain d's counter reached B at t: the jobs whose mark it passed have moved their bytes and end
+    ``fixed`` (T(0, tau) at the concurrency they ended in) later; release what waited for them (then, or
+    after a reduction). Returns the new (nready, esize)."""
     limit = B + 1e-12 * B + 1e-9
+    t_end = t + fixed
     while msize[d] > 0 and mkey[off[d]] <= limit:
         j = _mark_pop(mkey, mid, off, msize, d)
-        end[j] = t
+        end[j] = t_end
         tau[d] -= 1
-        fin = t
+        fin = t_end
         if service[j] > 0.0:
             r = dst[j]
             if recv_free[r] > fin:
@@ -337,7 +365,7 @@ def _finish(d, t, B, mkey, mid, off, msize, tau, end, done, service, dst, src, r
         for e in range(succ_ptr[j], succ_ptr[j + 1]):
             w = succ_idx[e]
             # a wait for an own send sees its end; a wait for a reception sees its reduction too
-            when = fin if dst[j] == src[w] else t
+            when = fin if dst[j] == src[w] else t_end
             if when > ready_at[w]:
                 ready_at[w] = when
             pending[w] -= 1
@@ -400,6 +428,55 @@ class DependencyRun(NamedTuple):
     pieces: dict[str, np.ndarray]
 
 
+def _compact(domain: np.ndarray, channel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Domain numbers renumbered 0..D-1 (first by value) and the channel of each; O(n) for the small
+    numbers :meth:`Platform.contention_domains` gives, a sort otherwise."""
+    domain = np.asarray(domain, np.int64)
+    top = int(domain.max()) + 1 if len(domain) else 0
+    if 0 <= int(domain.min(initial=0)) and top <= 4 * len(domain) + 1024:
+        present = np.zeros(top, bool)
+        present[domain] = True
+        number = np.cumsum(present) - 1
+        dom = number[domain]
+        ndom = int(present.sum())
+    else:
+        _, dom = np.unique(domain, return_inverse=True)
+        ndom = int(dom.max()) + 1
+    chan_of_dom = np.zeros(ndom, np.int64)
+    chan_of_dom[dom] = channel
+    return dom.astype(np.int64), chan_of_dom
+
+
+class _Prepared(NamedTuple):
+    """What every run of one schedule shares, whatever its sizes: domains, laws, successors."""
+
+    dom: np.ndarray
+    chan_of_dom: np.ndarray
+    laws: LawArrays
+    after_ptr: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    nprocs: int
+
+
+def _prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws) -> _Prepared:
+    n = len(src)
+    dom, chan_of_dom = _compact(domain, channel)
+    ptr = np.ascontiguousarray(after_ptr, np.int64)
+    succ_ptr, succ_idx = successors(ptr, np.ascontiguousarray(after_idx, np.int64), n)
+    return _Prepared(dom, chan_of_dom, law_arrays(laws), ptr, succ_ptr, succ_idx,
+                     np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64), int(nprocs))
+
+
+def _run(prep: _Prepared, nbytes: np.ndarray, service_s: np.ndarray | None, trace: bool):
+    service = np.zeros(len(prep.src)) if service_s is None else np.ascontiguousarray(service_s, np.float64)
+    return _simulate(prep.dom, prep.chan_of_dom, np.ascontiguousarray(nbytes, np.float64), prep.after_ptr,
+                     prep.succ_ptr, prep.succ_idx, prep.src, prep.dst, service, prep.nprocs, *prep.laws,
+                     bool(trace))
+
+
 def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
                           dst: np.ndarray, nprocs: int, after_ptr: np.ndarray, after_idx: np.ndarray,
                           laws: list[TransmissionLaw | None], service_s: np.ndarray | None = None,
@@ -412,17 +489,28 @@ def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.nd
     if n == 0:
         empty = {f: np.zeros(0) for f in TRACE_FIELDS + ("channel",)}
         return DependencyRun(np.zeros(0), np.zeros(0), empty)
-    keys, dom = np.unique(np.asarray(domain), return_inverse=True)
-    chan_of_dom = np.zeros(len(keys), np.int64)
-    chan_of_dom[dom] = channel
-    la = law_arrays(laws)
-    ptr = np.ascontiguousarray(after_ptr, np.int64)
-    succ_ptr, succ_idx = successors(ptr, np.ascontiguousarray(after_idx, np.int64), n)
-    service = np.zeros(n) if service_s is None else np.ascontiguousarray(service_s, np.float64)
-    out = _simulate(dom.astype(np.int64), chan_of_dom, np.ascontiguousarray(nbytes, np.float64), ptr,
-                    succ_ptr, succ_idx, np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64),
-                    service, int(nprocs), *la, bool(trace))
+    prep = _prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)
+    out = _run(prep, nbytes, service_s, trace)
     done, end = out[0], out[1]
     pieces = dict(zip(TRACE_FIELDS, out[2:]))
-    pieces["channel"] = chan_of_dom[pieces["domain"]]
+    pieces["channel"] = prep.chan_of_dom[pieces["domain"]]
     return DependencyRun(end, done, pieces)
+
+
+def sweep_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
+                       dst: np.ndarray, nprocs: int, after_ptr: np.ndarray, after_idx: np.ndarray,
+                       laws: list[TransmissionLaw | None], factors: np.ndarray,
+                       service_of: Callable[[float], np.ndarray | None] | None = None) -> np.ndarray:
+    """The last completion of the schedule with every size times each of ``factors`` (a size sweep):
+    one event loop per factor, the domains, laws and successors prepared once. ``service_of(f)``
+    gives the receivers' reduction times at factor f (None: no reductions)."""
+    factors = np.asarray(factors, np.float64)
+    if len(src) == 0:
+        return np.zeros(len(factors))
+    prep = _prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)
+    base = np.asarray(nbytes, np.float64)
+    out = np.empty(len(factors))
+    for k, f in enumerate(factors.tolist()):
+        service = service_of(f) if service_of is not None else None
+        out[k] = float(_run(prep, base * f, service, False)[0].max())
+    return out

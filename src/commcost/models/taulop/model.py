@@ -9,7 +9,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
-from commcost.models.taulop.dependency_engine import simulate_dependencies
+from commcost.models.taulop.dependency_engine import simulate_dependencies, sweep_dependencies
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
@@ -139,8 +139,11 @@ class TauLop(Model):
         factors = np.asarray(factors, dtype=np.float64)
         s = placed.schedule
         if s.has_dependencies:
-            return np.array([float(self._dependency_run(placed, factor=f).done_s.max(initial=0.0))
-                             for f in factors.tolist()])
+            service_of = None
+            if self.reduction_service_s(s) is not None:
+                service_of = lambda f: self.reduction_service_s(s.scaled(f))  # noqa: E731
+            return sweep_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
+                                      s.after_ptr, s.after_idx, self.laws_for(placed), factors, service_of)
         if not self.fast or (self.reduction is not None and s.combine.any()):
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
