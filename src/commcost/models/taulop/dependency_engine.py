@@ -193,6 +193,7 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
     dB = np.zeros(ndom)
     dur = np.zeros(ndom)
     tend = np.zeros(ndom)
+    fixed = np.zeros(ndom)  # T(0, tau) of the running piece: what each job ending in it pays once
     version = np.zeros(ndom, np.int64)
     # finishing marks, one heap per domain
     count = np.zeros(ndom, np.int64)
@@ -263,8 +264,7 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                             tr_cut[ntr] = False
                             ntr += 1
                         B0[d] = B0[d] + dB[d]
-                        fixed = law_time(xs, xs_off, ys, row_off, slope, tau_sat, chan_of_dom[d], 0.0, tau[d])
-                        nready, esize = _finish(d, t, fixed, B0[d], mkey, mid, off, msize, tau, end, done, service,
+                        nready, esize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, end, done, service,
                                                 dst, src,
                                                 recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready,
                                                 ekey, eid, ever, esize, ndom)
@@ -283,8 +283,8 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                 delta = 0.0
             dB[d] = delta
             c = chan_of_dom[d]
-            span = (law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, delta, tau[d])
-                    - law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, 0.0, tau[d]))
+            fixed[d] = law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, 0.0, tau[d])
+            span = law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, delta, tau[d]) - fixed[d]
             if span < 0.0:
                 span = 0.0
             dur[d] = span
@@ -324,8 +324,7 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                 tr_end[ntr] = t
                 tr_cut[ntr] = False
                 ntr += 1
-            fixed = law_time(xs, xs_off, ys, row_off, slope, tau_sat, chan_of_dom[d], 0.0, tau[d])
-            nready, esize = _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free,
+            nready, esize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free,
                                     succ_ptr, succ_idx, ready_at, pending, ready, nready, ekey, eid, ever, esize, ndom)
             B0[d] = B
             t0[d] = t

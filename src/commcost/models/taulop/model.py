@@ -99,15 +99,13 @@ class TauLop(Model):
                                               s.posted[idx], merge_a1=self.merge_a1)))
         return _Split(jobs, group, phase_of_job, easy, parts)
 
-    def _dependency_run(self, placed: PlacedSchedule, trace: bool = False, factor: float = 1.0):
+    def _dependency_run(self, placed: PlacedSchedule, trace: bool = False):
         """A dependency schedule through :mod:`.dependency_engine` (reductions inside: what waits for a
-        reception waits for its reduction), sizes times ``factor``."""
+        reception waits for its reduction)."""
         s = placed.schedule
-        service = self.reduction_service_s(s)
-        if service is not None and factor != 1.0:
-            service = self.reduction_service_s(s.scaled(factor))
-        return simulate_dependencies(placed.domain, placed.channel, s.nbytes * factor, s.src, s.dst, s.nprocs,
-                                     s.after_ptr, s.after_idx, self.laws_for(placed), service, trace)
+        return simulate_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
+                                     s.after_ptr, s.after_idx, self.laws_for(placed),
+                                     self.reduction_service_s(s), trace)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         if placed.schedule.has_dependencies:
@@ -140,7 +138,7 @@ class TauLop(Model):
         s = placed.schedule
         if s.has_dependencies:
             service_of = None
-            if self.reduction_service_s(s) is not None:
+            if self.reduction is not None and s.combine.any():
                 service_of = lambda f: self.reduction_service_s(s.scaled(f))  # noqa: E731
             return sweep_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
                                       s.after_ptr, s.after_idx, self.laws_for(placed), factors, service_of)
