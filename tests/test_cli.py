@@ -117,8 +117,12 @@ def test_bad_schedule_is_one_line_naming_file_and_field(capsys, tmp_path):
 def test_bad_taulop_table_is_one_line_naming_file_and_line(capsys, tmp_path):
     params = tmp_path / "params.toml"
     params.write_text(f'[taulop.shm]\nfile = "{DATA / "taulop_bad_row.tsv"}"\n[taulop.ib]\nfile = "{EX / "params" / "ib.tsv"}"\n')
-    err = one_line_error(capsys, "predict", *FIG8[:4], "--params", str(params), "--model", "taulop")
+    err = one_line_error(capsys, "predict", *FIG8[:4], "--params", str(params), "--model", "taulop", "--strict")
     assert "taulop_bad_row.tsv:line 6:" in err
+    code, out, err = run(capsys, "predict", *FIG8[:4], "--params", str(params), "--model", "taulop")
+    assert code == 0 and "Traceback" not in err  # loaded as measured, with one warning naming the line
+    assert err.strip().splitlines() == [line for line in err.strip().splitlines() if line.startswith("commcost: warning:")]
+    assert "taulop_bad_row.tsv: 1 cell breaks" in err and "worst at line 6" in err
 
 
 def test_missing_model_section_names_the_file(capsys, tmp_path):

@@ -108,7 +108,7 @@ def test_node_contention_gives_one_domain_per_sending_node(tmp_path):
     (("type = \"small\"\ncount = 2\ncluster = \"B\"", "type = \"big\"\ncount = 2\ncluster = \"B\""),
      "line 18: nodes[1].type: unknown node type 'big'"),
     (("contention = \"node\"", "contention = \"socket\""),
-     "line 43: channels[2].contention: expected one of ['channel', 'node'], got 'socket'"),
+     "line 43: channels[2].contention: expected one of ['channel', 'node', 'receiver-node'], got 'socket'"),
     (("level = \"site\"", "level = \"planet\""), "channel 'tcp' has level 'planet'"),
     (("name = \"c0\"", "name = \"c{i}\"\ncount = 2"), ""),  # a pattern with a count is fine
     (("name = \"a{i}\"", "name = \"a\""), "nodes[0].name: count = 2 needs a name pattern with {i}"),

@@ -34,8 +34,10 @@ def test_transfer_time_never_falls_when_message_grows(m1, m2, tau):
     assert table.o(large) >= table.o(small)
 
 
-def test_beyond_the_table_in_m_continues_the_last_segment():
-    table = linear_table(1e-6, 1e-9, 0.5, 1e-7)
+def test_beyond_the_table_in_m_continues_the_last_segment_under_the_slope_rule():
+    from dataclasses import replace
+
+    table = replace(linear_table(1e-6, 1e-9, 0.5, 1e-7), beyond_m="slope")
     last, before = SIZES[-1], SIZES[-2]
     slope = (table.L(last, 2) - table.L(before, 2)) / (last - before)
     assert table.L(3 * last, 2) == pytest.approx(table.L(last, 2) + slope * 2 * last)

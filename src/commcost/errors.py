@@ -28,3 +28,8 @@ class InputError(Exception):
     def __str__(self) -> str:
         head = ":".join(part for part in (self.source, self.where) if part)
         return f"{head}: {self.message}" if head else self.message
+
+
+class InputWarning(UserWarning):
+    """Input that loads but deserves a look (a measured table that breaks a model's constraints). The CLI
+    prints it as one line, ``commcost: warning: FILE: ...``, and goes on."""

@@ -62,28 +62,9 @@ import numpy as np
 from commcost.calibration.fit_p2p import fit_hockney, fit_linear_law, proportional_error
 from commcost.errors import InputError
 from commcost.models.taulop.params import TauLopChannel
+from commcost.models.taulop.repair import nondecreasing
 
 _FLOOR = 1e-6  # raw L values below this fraction of the smallest cell time are floored before the projection
-
-
-def isotonic_increasing(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
-    """Weighted least-squares non-decreasing fit of y (pool adjacent violators)."""
-    y = np.asarray(y, dtype=np.float64)
-    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
-    vals: list[float] = []
-    wts: list[float] = []
-    lens: list[int] = []
-    for yi, wi in zip(y, w):
-        vals.append(float(yi))
-        wts.append(float(wi))
-        lens.append(1)
-        while len(vals) > 1 and vals[-2] > vals[-1]:
-            wsum = wts[-2] + wts[-1]
-            merged = (vals[-2] * wts[-2] + vals[-1] * wts[-1]) / wsum
-            vals[-2:] = [merged]
-            wts[-2:] = [wsum]
-            lens[-2:] = [lens[-2] + lens[-1]]
-    return np.repeat(vals, lens)
 
 
 def _location(values: np.ndarray, loss: str) -> tuple[float, float, float]:
@@ -263,11 +244,11 @@ def fit_taulop_channel(nbytes: np.ndarray, tau: np.ndarray, time_s: np.ndarray, 
 
     L_raw = (T - o_raw[:, None]) / k
     # projection onto the constraints (module docstring, step 3)
-    o = np.maximum(isotonic_increasing(o_raw, o_w), 0.0)
+    o = np.maximum(nondecreasing(o_raw, o_w), 0.0)
     floor = _FLOOR * float(T.min()) / k
     L = np.empty_like(L_raw)
     for j in range(tau_max):
-        L[:, j] = np.exp(isotonic_increasing(np.log(np.maximum(L_raw[:, j], floor)), counts[:, j]))
+        L[:, j] = np.exp(nondecreasing(np.log(np.maximum(L_raw[:, j], floor)), counts[:, j]))
     L1 = L[:, :1]
     L[:, 1:] = np.minimum(np.maximum(L[:, 1:], L1), L1 * np.arange(2, tau_max + 1))
     channel = TauLopChannel(sizes, o, L)

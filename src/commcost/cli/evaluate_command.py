@@ -14,13 +14,14 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.main import command
+from commcost.cli.main import add_strict_option, command
 from commcost.errors import InputError
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", required=True, type=Path,
                    help="measurements CSV to fit the model on, or a parameter file (.toml) already fitted")
+    add_strict_option(p)
     p.add_argument("--test", required=True, type=Path, help="measurements CSV with times of several algorithms")
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml) the test ran on")
     p.add_argument("--ppn", type=int, help="ranks per node of the test runs (sequential mapping)")
@@ -71,7 +72,7 @@ def trained_params(args: argparse.Namespace):
     from commcost.io.params_file import load_params, write_params
 
     if args.train.suffix.lower() == ".toml":
-        return load_params(args.train)
+        return load_params(args.train, strict=getattr(args, "strict", False) or None)
     from commcost.calibration.from_measurements import fit_channels
     from commcost.io.measurements import measurement_columns, read_measurements
 

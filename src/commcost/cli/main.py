@@ -10,11 +10,12 @@ import argparse
 import enum
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from commcost import __version__
-from commcost.errors import InputError
+from commcost.errors import InputError, InputWarning
 
 if TYPE_CHECKING:
     from commcost.collectives import Case
@@ -52,6 +53,7 @@ def _configure_predict(p: argparse.ArgumentParser) -> None:
     configure_kernel_options(p, what)
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
+    add_strict_option(p)
     p.add_argument("--model", required=True, choices=[*sorted(MODELS), PAPER004],
                    help=f"cost model ({PAPER004}: paper 004's closed forms of Open MPI bcasts, with --collective bcast)")
     p.add_argument("--mapping", default=None,
@@ -121,7 +123,7 @@ def _predict(args: argparse.Namespace) -> int:
     from commcost.report.cost_report import cost_to_dict, render_text
 
     platform, spec = load_platform(args.platform)
-    params = load_params(args.params)
+    params = load_params(args.params, strict=getattr(args, "strict", False) or None)
     if args.model == PAPER004:
         if args.collective != "bcast":
             raise InputError(f"--model {PAPER004} prices Open MPI broadcasts; expected --collective bcast",
@@ -322,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.kernel_command  # noqa: F401  (registers `partition`)
     import commcost.cli.measure_kernel_command  # noqa: F401  (registers `measure-kernel`)
     import commcost.cli.goal_command  # noqa: F401  (registers `export-goal`)
+    import commcost.cli.params_command  # noqa: F401  (registers `params`)
 
     parser = _Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")
@@ -329,6 +332,22 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (help_text, configure, _) in COMMANDS.items():
         configure(sub.add_parser(name, help=help_text, description=help_text))
     return parser
+
+
+def add_strict_option(p: argparse.ArgumentParser) -> None:
+    """``--strict``: refuse parameter tables that break their model's constraints (default: load them as
+    measured, with one warning per table)."""
+    p.add_argument("--strict", action="store_true",
+                   help="refuse tau-Lop tables that break the model's constraints (default: warn and load "
+                        "them as measured; a file's [taulop] strict = true does the same)")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Input warnings as one line on stderr; others as Python prints them."""
+    if issubclass(category, InputWarning):
+        print(f"commcost: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,7 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return COMMANDS[args.command][2](args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", InputWarning)
+            warnings.showwarning = _show_warning
+            return COMMANDS[args.command][2](args)
     except InputError as exc:
         print(f"commcost: {exc}", file=sys.stderr)
         return 2

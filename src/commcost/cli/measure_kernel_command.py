@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from commcost.cli.main import command
+from commcost.cli.main import add_strict_option, command
 from commcost.errors import InputError
 
 NETWORKS = ("shm", "tcp")
@@ -36,6 +36,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kb", type=int, default=32, help="with --procs: block side b (default 32)")
     p.add_argument("--steps", type=int, default=20, help="Wave2D time steps T (default 20)")
     p.add_argument("--params", required=True, type=Path, help="model parameters (.toml), e.g. from calibrate")
+    add_strict_option(p)
     p.add_argument("--model", action="append", help="model to predict with (repeatable; default: all in --params)")
     p.add_argument("--network", action="append", choices=NETWORKS, help="transport(s) to run on (default shm)")
     p.add_argument("--out", type=Path, default=Path("kernel-measurements"), help="output folder")
@@ -136,7 +137,7 @@ def _measure_kernel(args: argparse.Namespace) -> int:
 
     if args.steps < 1:
         raise InputError(f"expected --steps >= 1, got {args.steps}", where="--steps")
-    params = load_params(args.params)
+    params = load_params(args.params, strict=getattr(args, "strict", False) or None)
     models = args.model or [m for m in MODELS if m in params.sections]
     for name in models:
         if name not in MODELS:

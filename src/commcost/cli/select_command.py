@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.main import PAPER004, command
+from commcost.cli.main import PAPER004, add_strict_option, command
 from commcost.errors import InputError
 
 FORMATS = ("table", "json", "csv")
@@ -20,6 +20,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("collective", choices=[c.value for c in Collective], help="the collective to select algorithms for")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
+    add_strict_option(p)
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml), e.g. examples/cluster")
     p.add_argument("--model", default="taulop", choices=[*sorted(MODELS), PAPER004],
                    help=f"cost model (default taulop; {PAPER004}: paper 004's closed forms, bcast only)")
@@ -76,7 +77,7 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
     from commcost.selection.select import schedule_pricer
 
     platform, spec = load_platform(args.platform)
-    params = load_params(args.params)
+    params = load_params(args.params, strict=getattr(args, "strict", False) or None)
     for nprocs in (procs[0], procs[-1]):  # fail early, with the option or file named, if P does not fit
         _load_mapping(args, platform, spec, nprocs)
     mapping_of = lambda nprocs: _load_mapping(args, platform, spec, nprocs)  # noqa: E731

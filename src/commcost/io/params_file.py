@@ -7,6 +7,10 @@
     [hockney.shm]               # sections are read by each model's PARAMS.from_dict
     alpha_s = 1e-6
     beta_s_per_byte = 1e-10
+    [taulop]                    # tau-Lop's rules beyond its tables (models/taulop/params.py)
+    beyond_m = "chunks"         # or "slope"
+    beyond_tau = "linear"       # or "hold"
+    strict = false              # true: refuse tables that break the model's constraints
     [taulop.shm]                # a tau-Lop table inline ...
     m = [0, 1024]
     o_s = [3e-7, 3.1e-7]
@@ -28,17 +32,18 @@ that names the file and the missing section.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commcost.closedform import ompi_bcast_model
-from commcost.errors import InputError
+from commcost.errors import InputError, InputWarning
 from commcost.io.taulop_table import read_taulop_table
 from commcost.io.toml_file import read_toml
 from commcost.models import MODELS
 from commcost.models.reduction import reduction_laws
-from commcost.models.taulop.params import TauLopParams
+from commcost.models.taulop.params import TauLopParams, read_settings
 
 
 @dataclass
@@ -48,6 +53,7 @@ class ParamSet:
     source: str
     sections: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # one line per table loaded despite broken constraints
 
     def reduction(self, op: str | None = None):
         """gamma(m) of operation ``op`` from ``[reduction.<op>]`` (:mod:`commcost.models.reduction`); None when
@@ -78,8 +84,14 @@ class ParamSet:
         return self.sections[name]
 
 
-def load_params(path: str | Path) -> ParamSet:
-    """Read a parameter file; every section is checked on load, errors name the file and field."""
+def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
+    """Read a parameter file; every section is checked on load, errors name the file and field.
+
+    tau-Lop tables that break the model's constraints load as measured, each
+    with one line in ``ParamSet.warnings`` (also issued as an
+    :class:`~commcost.errors.InputWarning`), unless ``strict`` (a command's
+    ``--strict``; None: the file's ``[taulop] strict``) refuses them.
+    """
     doc = read_toml(path)
     source = doc.source
     data = dict(doc.data)
@@ -93,7 +105,7 @@ def load_params(path: str | Path) -> ParamSet:
             raise InputError("expected a table of parameters", source=source, where=name)
         try:
             if name == "taulop":
-                sections[name] = _taulop_section(body, Path(path).parent, source)
+                sections[name] = _taulop_section(body, Path(path).parent, source, strict)
             elif name == "reduction":
                 sections[name] = reduction_laws(body)
             elif name == ALGORITHM_FIT:
@@ -110,7 +122,10 @@ def load_params(path: str | Path) -> ParamSet:
             line = doc.line_of(tuple(dotted.split(".")))
             where = f"line {line}: {dotted}" if line else dotted
             raise InputError(exc.message, source=source, where=where) from None
-    return ParamSet(source, sections, meta)
+    found = list(sections["taulop"].warnings) if "taulop" in sections else []
+    for line in found:
+        warnings.warn(line, InputWarning, stacklevel=2)
+    return ParamSet(source, sections, meta, found)
 
 
 ALGORITHM_FIT = "algorithm_fit"
@@ -161,20 +176,22 @@ def algorithm_fits(body: dict[str, Any]) -> dict[str, dict[str, AlgorithmFit]]:
     return out
 
 
-def _taulop_section(body: dict[str, Any], base: Path, source: str) -> TauLopParams:
+def _taulop_section(body: dict[str, Any], base: Path, source: str, strict: bool | None) -> TauLopParams:
+    beyond_m, beyond_tau, strict_now = read_settings(body, strict)
     inline: dict[str, Any] = {}
     tables = {}
+    warnings: list[str] = []
     for name, table in body.items():
         if isinstance(table, dict) and "file" in table:
             if set(table) != {"file"} or not isinstance(table["file"], str):
                 raise InputError("expected only file = \"PATH\" (a table in the C++ format) "
                                  "or an inline table m, o_s, L_s", where=f"{name}")
-            tables[name] = read_taulop_table(base / table["file"])
+            tables[name] = read_taulop_table(base / table["file"], strict=strict_now, warnings=warnings)
         else:
             inline[name] = table
-    params = TauLopParams.from_dict(inline)
-    params.tables.update(tables)
-    return params
+    params = TauLopParams.from_dict(inline, strict=strict_now)
+    warnings += [f"{source}: {w}" for w in params.warnings]
+    return TauLopParams({**params.tables, **tables}, beyond_m, beyond_tau, tuple(warnings))
 
 
 def write_params(path: str | Path, sections: dict[str, Any], meta: dict[str, Any] | None = None) -> None:

@@ -31,8 +31,14 @@ def _header(line: str, key: str, source: str, lineno: int) -> int:
     return int(parts[1])
 
 
-def read_taulop_table(path: str | Path) -> TauLopChannel:
-    """Load one channel's table; errors name the file, the line and what was expected."""
+def read_taulop_table(path: str | Path, strict: bool = True, warnings: list[str] | None = None) -> TauLopChannel:
+    """Load one channel's table; errors name the file, the line and what was expected.
+
+    A table that breaks the model's constraints (measured noise: L(m, 2)
+    below L(m, 1), o dropping as m grows) is refused when ``strict``;
+    otherwise it loads as measured and one line on it (how many cells, the
+    worst, its line) goes to ``warnings``.
+    """
     source = str(path)
     try:
         lines = Path(path).read_text().splitlines()
@@ -66,10 +72,21 @@ def read_taulop_table(path: str | Path) -> TauLopChannel:
                          source=source, where="line 1")
     table = np.array(rows)
     channel = TauLopChannel(table[:, 0], table[:, 1], table[:, 2:])
-    problems = channel.violations()
+    line_of = lambda row: f"line {linenos[min(row, len(linenos) - 1)]}"  # noqa: E731
+    problems = channel.problems()
     if problems:
         row, what = problems[0]
-        raise InputError(what, source=source, where=f"line {linenos[min(row, len(linenos) - 1)]}")
+        raise InputError(what, source=source, where=line_of(row))
+    if strict:
+        found = channel.constraint_violations()
+        if found:
+            raise InputError(f"{found[0].what} (and {len(found) - 1} more cells; without strict the table loads "
+                             "with a warning)" if len(found) > 1 else found[0].what,
+                             source=source, where=line_of(found[0].row))
+    elif warnings is not None:
+        summary = channel.constraint_summary(line_of)
+        if summary:
+            warnings.append(f"{source}: {summary}")
     return channel
 
 

@@ -34,7 +34,7 @@ class PlacedSchedule:
                 where="mapping",
             )
         channel = platform.channel_indices(mapping, schedule.src, schedule.dst)
-        domain = platform.contention_domains(mapping, schedule.src, channel)
+        domain = platform.contention_domains(mapping, schedule.src, channel, schedule.dst)
         return cls(schedule, platform, mapping, channel, domain)
 
     def channel_names(self) -> list[str]:

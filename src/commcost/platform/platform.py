@@ -29,6 +29,7 @@ class ContentionScope(enum.Enum):
 
     CHANNEL = "channel"  # every transmission on the channel (paper 000, Fig. 8 and eq. 8-10)
     NODE = "node"  # only transmissions sent from the same node
+    RECEIVER_NODE = "receiver-node"  # only transmissions going into the same node (libtaulop's rule)
 
 
 @dataclass(frozen=True)
@@ -169,11 +170,18 @@ class Platform:
         return chosen
 
     def contention_domains(
-        self, mapping: "Mapping", src: np.ndarray, channel_index: np.ndarray
+        self, mapping: "Mapping", src: np.ndarray, channel_index: np.ndarray, dst: np.ndarray | None = None
     ) -> np.ndarray:
-        """A number per transmission; equal numbers share a channel's capacity (tau-Lop's tau)."""
-        scopes = np.array([c.contention is ContentionScope.NODE for c in self.channels], dtype=bool)
-        per_node = scopes[channel_index]
+        """A number per transmission; equal numbers share a channel's capacity (tau-Lop's tau): the whole
+        channel, the sending node (``node``) or the receiving node (``receiver-node``, which needs ``dst``;
+        the authors' library libtaulop groups concurrent transmissions so)."""
+        scope = np.array([list(ContentionScope).index(c.contention) for c in self.channels], dtype=np.int64)
+        kind = scope[channel_index]
         node = mapping.node_of_rank[np.asarray(src)]
+        if dst is not None:
+            node = np.where(kind == list(ContentionScope).index(ContentionScope.RECEIVER_NODE),
+                            mapping.node_of_rank[np.asarray(dst)], node)
+        elif np.any(kind == list(ContentionScope).index(ContentionScope.RECEIVER_NODE)):
+            raise ValueError("a receiver-node contention scope needs the destinations")
         nchan = len(self.channels)
-        return np.where(per_node, nchan + node * nchan + channel_index, channel_index)
+        return np.where(kind != 0, nchan + node * nchan + channel_index, channel_index)

@@ -47,6 +47,8 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
             lines.append(f"  {c:<12} {cost.channel_count[c]:>14} {format_nbytes(cost.channel_nbytes[c]):>12} "
                          f"{format_seconds(cost.channel_time_s[c]):>12}")
     explain = cost.explain
+    if explain.get("beyond_table"):
+        lines += ["", f"  tau-Lop tables beyond their range: {explain['beyond_table']}"]
     if "formula" in explain:
         unit = explain.get("unit", "B")
         lines += ["", f"  tau-Lop algebra (sizes in {unit}; paper 000 rules A1-A3, eq. 5-7):",

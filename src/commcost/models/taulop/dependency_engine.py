@@ -68,15 +68,18 @@ class LawArrays(NamedTuple):
     ys: np.ndarray  # rows of values on that grid: tau = 1..tau_sat, then o, then S
     row_off: np.ndarray  # channel c's first row
     slope: np.ndarray  # slope past the last size, one per row
-    tau_sat: np.ndarray  # above it T = o + tau * S
+    period: np.ndarray  # > 0: past the last size in whole chunks of it instead (beyond_m = "chunks"), per row
+    tau_sat: np.ndarray  # above it T = o + tau * S, or T(tau_sat) where hold
+    hold: np.ndarray  # per channel: beyond tau_sat hold T(m, tau_sat) (beyond_tau = "hold")
 
 
 def law_arrays(laws: list[TransmissionLaw | None]) -> LawArrays:
     """Flatten the compiled laws of the channels (None: a channel the schedule does not use)."""
-    xs_parts, y_rows, slopes, xs_off, row_off, tau_sat = [], [], [], [0], [], []
+    xs_parts, y_rows, slopes, periods, xs_off, row_off, tau_sat, hold = [], [], [], [], [0], [], [], []
     for law in laws:
+        hold.append(law is not None and law.hold)
         if law is None:
-            grids = [([0.0], [0.0], 0.0)] * 3
+            grids = [([0.0], [0.0], 0.0, 0.0)] * 3
             sat = 1
         else:
             sat = law.tau_saturated
@@ -84,13 +87,14 @@ def law_arrays(laws: list[TransmissionLaw | None]) -> LawArrays:
             grids = [law._compiled(t) for t in range(1, sat + 1)] + [o_grid, s_grid]
         xs = np.asarray(grids[0][0], dtype=np.float64)
         width = len(xs)
-        for grid_xs, _, _ in grids:
-            if len(grid_xs) != width:
+        for grid in grids:
+            if len(grid[0]) != width:
                 raise ValueError("a channel's grids must share their sizes")
         row_off.append(len(y_rows))
-        for _, ys, slope in grids:
+        for _, ys, slope, period in grids:
             y_rows.append(np.asarray(ys, dtype=np.float64))
             slopes.append(float(slope))
+            periods.append(float(period))
         xs_parts.append(xs)
         xs_off.append(xs_off[-1] + width)
         tau_sat.append(sat)
@@ -99,17 +103,18 @@ def law_arrays(laws: list[TransmissionLaw | None]) -> LawArrays:
     for k, r in enumerate(y_rows):
         ys[k, :len(r)] = r
     return LawArrays(np.concatenate(xs_parts) if xs_parts else np.zeros(0), np.array(xs_off, np.int64), ys,
-                     np.array(row_off, np.int64), np.array(slopes), np.array(tau_sat, np.int64))
+                     np.array(row_off, np.int64), np.array(slopes), np.array(periods), np.array(tau_sat, np.int64),
+                     np.array(hold, np.bool_))
 
 
 @njit
-def _at(xs, ys, slope, x):  # pragma: no cover - compiled
-    """A piecewise-linear grid at x: flat before the first size, linear past the last (params._at)."""
+def _inside(xs, ys, x):  # pragma: no cover - compiled
+    """A piecewise-linear grid at x, flat before the first size (x at most the last size)."""
     n = len(xs)
     if x <= xs[0]:
         return ys[0]
     if x >= xs[n - 1]:
-        return ys[n - 1] + slope * (x - xs[n - 1])
+        return ys[n - 1]
     lo, hi = 0, n - 1  # xs[lo] <= x < xs[hi]
     while hi - lo > 1:
         mid = (lo + hi) >> 1
@@ -121,17 +126,38 @@ def _at(xs, ys, slope, x):  # pragma: no cover - compiled
 
 
 @njit
-def law_time(xs_all, xs_off, ys, row_off, slope, tau_sat, c, nbytes, tau):  # pragma: no cover - compiled
+def _at(xs, ys, slope, period, x):  # pragma: no cover - compiled
+    """A compiled grid at x: flat before the first size; past the last, along ``slope``, or in whole chunks
+    of ``period`` when it is > 0 (params._at)."""
+    n = len(xs)
+    if x > xs[n - 1]:
+        if period > 0.0:
+            chunks = np.floor(x / period)
+            rest = x - chunks * period
+            value = chunks * ys[n - 1]
+            if rest > 0.0:
+                value += _inside(xs, ys, rest)
+            return value
+        return ys[n - 1] + slope * (x - xs[n - 1])
+    return _inside(xs, ys, x)
+
+
+@njit
+def law_time(xs_all, xs_off, ys, row_off, slope, period, tau_sat, hold, c, nbytes,
+             tau):  # pragma: no cover - compiled
     """tau || T^c(m) for channel c, as ``TransmissionLaw.time``."""
     xs = xs_all[xs_off[c]:xs_off[c + 1]]
     width = len(xs)
     base = row_off[c]
     sat = tau_sat[c]
     if tau > sat:
-        o = _at(xs, ys[base + sat, :width], slope[base + sat], nbytes)
-        s = _at(xs, ys[base + sat + 1, :width], slope[base + sat + 1], nbytes)
-        return o + tau * s
-    return _at(xs, ys[base + tau - 1, :width], slope[base + tau - 1], nbytes)
+        if hold[c]:
+            tau = sat
+        else:
+            o = _at(xs, ys[base + sat, :width], slope[base + sat], period[base + sat], nbytes)
+            s = _at(xs, ys[base + sat + 1, :width], slope[base + sat + 1], period[base + sat + 1], nbytes)
+            return o + tau * s
+    return _at(xs, ys[base + tau - 1, :width], slope[base + tau - 1], period[base + tau - 1], nbytes)
 
 
 @njit
@@ -177,7 +203,7 @@ def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
 
 @njit
 def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, nprocs,
-              xs, xs_off, ys, row_off, slope, tau_sat, trace):  # pragma: no cover - compiled
+              xs, xs_off, ys, row_off, slope, period, tau_sat, hold, trace):  # pragma: no cover - compiled
     n = len(dom)
     ndom = len(chan_of_dom)
     done = np.zeros(n)
@@ -283,8 +309,8 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                 delta = 0.0
             dB[d] = delta
             c = chan_of_dom[d]
-            fixed[d] = law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, 0.0, tau[d])
-            span = law_time(xs, xs_off, ys, row_off, slope, tau_sat, c, delta, tau[d]) - fixed[d]
+            fixed[d] = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, 0.0, tau[d])
+            span = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, delta, tau[d]) - fixed[d]
             if span < 0.0:
                 span = 0.0
             dur[d] = span

@@ -33,6 +33,18 @@ def channel_laws(params: TauLopParams, placed: PlacedSchedule,
     return laws  # type: ignore[return-value]
 
 
+_BEYOND_M = {"chunks": "m past the last size in whole chunks of it (paper 000, L(A m) = A L(m))",
+             "slope": "m past the last size along the last segment"}
+_BEYOND_TAU = {"linear": "tau past tau_max grows linearly (saturated channel)",
+               "hold": "tau past tau_max holds L(m, tau_max)"}
+
+
+def beyond_table_text(laws: list[TransmissionLaw | None]) -> str:
+    """The rules the tables follow beyond their sizes and concurrencies, in words (for --explain)."""
+    rules = sorted({tuple(law.rules.values()) for law in laws if law is not None})
+    return "; ".join(f"{_BEYOND_M[m]}, {_BEYOND_TAU[t]}" for m, t in rules)
+
+
 @dataclass(frozen=True, eq=False)
 class _Split:
     """A schedule's jobs (keyed by phase and rank): ``easy`` ones for the staircase, the transmissions of
@@ -181,6 +193,7 @@ class TauLop(Model):
                     "end_s": piece.end_s, "cut": piece.cut,
                 })
         return {
+            "beyond_table": beyond_table_text(laws),
             "formula": algebra.to_text(total, ids.__getitem__, unit),
             "formula_latex": algebra.to_latex(total, ids.__getitem__, unit),
             "formula_s": formula_s,
@@ -206,6 +219,7 @@ class TauLop(Model):
                                                 p["cut"])]
         timeline.sort(key=lambda piece: (piece["start_s"], piece["end_s"]))
         return {
+            "beyond_table": beyond_table_text(self.laws_for(placed)),
             "engine_s": cost.time_s,
             "note": "a dependency schedule: transmissions start when what they wait for has completed; the "
                     "paper's algebra (eq. 5-10) describes phased schedules, so no formula is given",

@@ -1,0 +1,85 @@
+"""Projecting a measured tau-Lop table onto the model's constraints.
+
+Paper 000 section 3 asks of every channel table: o(m) and L(m, tau)
+non-decreasing in m, and L(m, 1) <= L(m, tau) <= tau L(m, 1). Measured tables
+break these through noise (the authors' published metropolis SHM table has
+64 such cells). :func:`repair_channel` makes a table that holds them, in two
+steps:
+
+1. each column (o, and L at every tau) is replaced by its least-squares
+   non-decreasing fit (isotonic regression, ``scipy.optimize.isotonic_regression``);
+2. every L(m, tau) is clamped into [L(m, 1), tau L(m, 1)].
+
+Step 2 keeps step 1's monotonicity: the bounds are non-decreasing in m and
+the max/min of non-decreasing functions is non-decreasing. The result
+satisfies every constraint; :class:`Repair` says how far each cell moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import isotonic_regression
+
+from commcost.models.taulop.params import TauLopChannel
+
+
+def nondecreasing(y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """The (weighted) least-squares non-decreasing fit of ``y`` (isotonic regression)."""
+    y = np.asarray(y, dtype=np.float64)
+    if len(y) < 2:
+        return y.copy()
+    return isotonic_regression(y, weights=weights, increasing=True).x
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A table before and after :func:`repair_channel`."""
+
+    before: TauLopChannel
+    after: TauLopChannel
+
+    @property
+    def moved(self) -> np.ndarray:
+        """Per cell, columns o, L(m, 1), ..., L(m, tau_max): after minus before (seconds)."""
+        old = np.column_stack([self.before.o_s, self.before.L_s])
+        new = np.column_stack([self.after.o_s, self.after.L_s])
+        return new - old
+
+    @property
+    def relative(self) -> np.ndarray:
+        """|moved| relative to the value before (a zero cell that moved counts as 100%)."""
+        old = np.abs(np.column_stack([self.before.o_s, self.before.L_s]))
+        move = np.abs(self.moved)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(old > 0, move / old, np.where(move > 0, 1.0, 0.0))
+
+    def cell_name(self, row: int, col: int) -> str:
+        """The cell at (row, col) of :attr:`moved`, as the model writes it."""
+        m = self.before.m[row]
+        return f"o(m={m:g})" if col == 0 else f"L(m={m:g}, tau={col})"
+
+    def summary(self) -> dict:
+        """How many cells moved, the largest move (cell, before, after, relative) and the median move."""
+        rel = self.relative
+        changed = rel > 1e-12
+        out: dict = {"cells": int(rel.size), "moved": int(changed.sum())}
+        if changed.any():
+            row, col = np.unravel_index(int(np.argmax(rel)), rel.shape)
+            before = np.column_stack([self.before.o_s, self.before.L_s])[row, col]
+            after = np.column_stack([self.after.o_s, self.after.L_s])[row, col]
+            out.update(largest={"cell": self.cell_name(int(row), int(col)), "before_s": float(before),
+                                "after_s": float(after), "relative": float(rel[row, col])},
+                       median_relative=float(np.median(rel[changed])))
+        return out
+
+
+def repair_channel(channel: TauLopChannel) -> Repair:
+    """The table projected onto the constraints (module docstring), with the moves."""
+    o = np.maximum(nondecreasing(channel.o_s), 0.0)
+    L = np.column_stack([np.maximum(nondecreasing(channel.L_s[:, j]), 0.0) for j in range(channel.tau_max)])
+    L1 = L[:, :1]
+    L[:, 1:] = np.minimum(np.maximum(L[:, 1:], L1), L1 * np.arange(2, channel.tau_max + 1))
+    after = TauLopChannel(channel.m, o, L, channel.beyond_m, channel.beyond_tau)
+    return Repair(channel, after)
