@@ -14,7 +14,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.main import add_strict_option, command
+from commcost.cli.main import add_strict_option, command, strictness
 from commcost.errors import InputError
 
 
@@ -72,7 +72,7 @@ def trained_params(args: argparse.Namespace):
     from commcost.io.params_file import load_params, write_params
 
     if args.train.suffix.lower() == ".toml":
-        return load_params(args.train, strict=getattr(args, "strict", False) or None)
+        return load_params(args.train, strict=strictness(args))
     from commcost.calibration.from_measurements import fit_channels
     from commcost.io.measurements import measurement_columns, read_measurements
 

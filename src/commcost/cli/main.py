@@ -123,7 +123,7 @@ def _predict(args: argparse.Namespace) -> int:
     from commcost.report.cost_report import cost_to_dict, render_text
 
     platform, spec = load_platform(args.platform)
-    params = load_params(args.params, strict=getattr(args, "strict", False) or None)
+    params = load_params(args.params, strict=strictness(args))
     if args.model == PAPER004:
         if args.collective != "bcast":
             raise InputError(f"--model {PAPER004} prices Open MPI broadcasts; expected --collective bcast",
@@ -340,6 +340,12 @@ def add_strict_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse tau-Lop tables that break the model's constraints (default: warn and load "
                         "them as measured; a file's [taulop] strict = true does the same)")
+
+
+def strictness(args: argparse.Namespace) -> bool | None:
+    """What ``--strict`` asks of ``load_params``: True to refuse, None to let the file decide (commands that
+    build their options without it, as tune does for select, leave it to the file)."""
+    return True if getattr(args, "strict", False) else None
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

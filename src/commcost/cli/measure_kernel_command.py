@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from commcost.cli.main import add_strict_option, command
+from commcost.cli.main import add_strict_option, command, strictness
 from commcost.errors import InputError
 
 NETWORKS = ("shm", "tcp")
@@ -137,7 +137,7 @@ def _measure_kernel(args: argparse.Namespace) -> int:
 
     if args.steps < 1:
         raise InputError(f"expected --steps >= 1, got {args.steps}", where="--steps")
-    params = load_params(args.params, strict=getattr(args, "strict", False) or None)
+    params = load_params(args.params, strict=strictness(args))
     models = args.model or [m for m in MODELS if m in params.sections]
     for name in models:
         if name not in MODELS:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.main import PAPER004, add_strict_option, command
+from commcost.cli.main import PAPER004, add_strict_option, command, strictness
 from commcost.errors import InputError
 
 FORMATS = ("table", "json", "csv")
@@ -77,7 +77,7 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
     from commcost.selection.select import schedule_pricer
 
     platform, spec = load_platform(args.platform)
-    params = load_params(args.params, strict=getattr(args, "strict", False) or None)
+    params = load_params(args.params, strict=strictness(args))
     for nprocs in (procs[0], procs[-1]):  # fail early, with the option or file named, if P does not fit
         _load_mapping(args, platform, spec, nprocs)
     mapping_of = lambda nprocs: _load_mapping(args, platform, spec, nprocs)  # noqa: E731

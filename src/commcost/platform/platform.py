@@ -175,13 +175,13 @@ class Platform:
         """A number per transmission; equal numbers share a channel's capacity (tau-Lop's tau): the whole
         channel, the sending node (``node``) or the receiving node (``receiver-node``, which needs ``dst``;
         the authors' library libtaulop groups concurrent transmissions so)."""
-        scope = np.array([list(ContentionScope).index(c.contention) for c in self.channels], dtype=np.int64)
-        kind = scope[channel_index]
+        by_sender = np.array([c.contention is ContentionScope.NODE for c in self.channels], dtype=bool)[channel_index]
+        by_receiver = np.array([c.contention is ContentionScope.RECEIVER_NODE for c in self.channels],
+                               dtype=bool)[channel_index]
         node = mapping.node_of_rank[np.asarray(src)]
-        if dst is not None:
-            node = np.where(kind == list(ContentionScope).index(ContentionScope.RECEIVER_NODE),
-                            mapping.node_of_rank[np.asarray(dst)], node)
-        elif np.any(kind == list(ContentionScope).index(ContentionScope.RECEIVER_NODE)):
-            raise ValueError("a receiver-node contention scope needs the destinations")
+        if np.any(by_receiver):
+            if dst is None:
+                raise ValueError("a receiver-node contention scope needs the destinations")
+            node = np.where(by_receiver, mapping.node_of_rank[np.asarray(dst)], node)
         nchan = len(self.channels)
-        return np.where(kind != 0, nchan + node * nchan + channel_index, channel_index)
+        return np.where(by_sender | by_receiver, nchan + node * nchan + channel_index, channel_index)

@@ -216,20 +216,14 @@ class TauLopChannel:
 
 def _interp(xs: np.ndarray, ys: np.ndarray, x: np.ndarray, beyond_m: str = "chunks") -> np.ndarray:
     """Linear interpolation with a flat start and, past the last point, the ``beyond_m`` rule
-    (module docstring)."""
-    inside = np.interp(x, xs, ys)
-    far = x > xs[-1]
-    if not np.any(far):
-        return inside
+    (module docstring), as :func:`_at_many` evaluates a compiled grid."""
     if beyond_m == "chunks" and xs[-1] > 0:
-        chunks = np.floor(x / xs[-1])
-        rest = x - chunks * xs[-1]
-        return np.where(far, chunks * ys[-1] + np.where(rest > 0, np.interp(rest, xs, ys), 0.0), inside)
+        return _at_many((xs, ys, 0.0, float(xs[-1])), x)
     if len(xs) >= 2:
         slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
     else:
         slope = ys[-1] / xs[-1] if xs[-1] > 0 else 0.0
-    return np.where(far, ys[-1] + slope * (x - xs[-1]), inside)
+    return _at_many((xs, ys, float(slope), 0.0), x)
 
 
 @dataclass(frozen=True, eq=False)
