@@ -627,14 +627,25 @@ def test_a_long_pipeline_is_every_segment_on_every_edge():
     assert s.ntransmissions == 63 * 512 and s.nphases == 6 + 512 - 1 and np.all(s.repeat == 1)
 
 
-def test_a_bcast_after_phased_transmissions_stays_phased():
-    """Composites (allreduce nonoverlapping, allgather linear) record a bcast after another collective's
-    phases: it keeps its phases, and states no waits, so the schedule stays of one kind."""
+def test_a_bcast_after_another_collective_waits_for_its_ranks_earlier_operations():
+    """Composites (allreduce nonoverlapping, allgather linear) record a bcast after another collective:
+    the bcast keeps its own waits, and each of its sends also waits for its sender's operations before
+    (here the root's reception 3 -> 0), and for nothing of other ranks."""
     case = Case(BCAST, 8, 4)
     for name in ("binomial", "split_binary_tree", "scatter_allgather_ring"):
         rec = Recorder(case)
         rec.phase("before").send(3, 0, (0, 4))
+        rec.next_collective()
         algorithm = find(BCAST, name)
         algorithm.builder(rec, case, algorithm.resolve_params())
         s = rec.build(name, {}).schedule
-        assert not s.has_dependencies and s.nphases > 1
+        assert s.has_dependencies
+        for i in range(1, s.ntransmissions):
+            waits_for_it = 0 in s.after(i).tolist()
+            assert waits_for_it == (int(s.src[i]) in (0, 3)), (name, i)
+        # and without a new collective, the stepped transmission joins the bcast's program the same way
+        rec = Recorder(case)
+        rec.phase("before").send(3, 0, (0, 4))
+        algorithm.builder(rec, case, algorithm.resolve_params())
+        s2 = rec.build(name, {}).schedule
+        assert all(0 in s2.after(i).tolist() for i in range(1, s2.ntransmissions) if s2.src[i] == 0)

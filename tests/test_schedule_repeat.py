@@ -20,7 +20,6 @@ from taulop_fixtures import two_channel_params
 from test_collectives_priced import EX
 
 PARAMS = load_params(EX / "params" / "illustrative.toml")
-RING = find(Collective.ALLGATHER, "ompi.ring")  # equal blocks: P - 1 equal steps, stored once
 
 
 def cluster(nnodes: int, ppn: int) -> Platform:
@@ -45,12 +44,25 @@ def assert_priced_alike(compact, steps, platform: Platform, mapping: Mapping) ->
             assert a.channel_time_s[ch] == pytest.approx(b.channel_time_s[ch], rel=1e-12), (name, ch)
 
 
+def ring_schedules(nprocs: int, nbytes: float) -> tuple:
+    """A ring of P - 1 equal steps (each rank sends nbytes to its right neighbour), as one phase run
+    P - 1 times and as P - 1 phases one by one (phased schedules, as schedule files and kernels write)."""
+    r = np.arange(nprocs)
+    compact, steps = ScheduleBuilder(nprocs, "ring"), ScheduleBuilder(nprocs, "ring")
+    compact.phase("steps", SendMode.POSTED, repeat=nprocs - 1)
+    for a in r.tolist():
+        compact.send(a, (a + 1) % nprocs, nbytes)
+    for k in range(nprocs - 1):
+        steps.phase(f"step {k}", SendMode.POSTED)
+        for a in r.tolist():
+            steps.send(a, (a + 1) % nprocs, nbytes)
+    return compact.build(), steps.build()
+
+
 @pytest.mark.parametrize("nprocs", [2, 5, 8, 13, 32])
-def test_the_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
-    """The allgather ring stores its P - 1 equal steps as one phase run P - 1 times."""
-    case = Case(Collective.ALLGATHER, nprocs, 96)
-    compact = build(RING, case).schedule
-    steps = build(RING, case, data=True).schedule
+def test_a_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
+    """A phase run P - 1 times is priced and counted like its P - 1 steps one by one."""
+    compact, steps = ring_schedules(nprocs, 96)
     assert compact.repeat.max() == nprocs - 1 and np.all(steps.repeat == 1)
     assert compact.ntransmissions < steps.ntransmissions or nprocs == 2
     assert compact.transmissions_run == steps.transmissions_run
@@ -64,14 +76,9 @@ def test_the_compact_ring_prices_and_counts_like_its_steps_one_by_one(nprocs):
     assert f_compact["formula"] == f_steps["formula"]
 
 
-def test_unequal_blocks_are_recorded_step_by_step():
-    ring = find(Collective.ALLREDUCE, "ompi.ring")
-    assert np.all(build(ring, Case(Collective.ALLREDUCE, 6, 1000)).schedule.repeat == 1)
-
-
 def test_price_scaled_counts_repeats():
     platform = cluster(4, 4)
-    schedule = build(RING, Case(Collective.ALLGATHER, 16, 1)).schedule
+    schedule = ring_schedules(16, 1)[0]
     placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 16, 4))
     model = TauLop(two_channel_params())
     factors = np.array([1.0, 3.0, 4096.0])

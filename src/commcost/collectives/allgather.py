@@ -130,6 +130,7 @@ def linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     gather = find(Collective.GATHER, str(params["gather"]))
     bcast = find(Collective.BCAST, str(params["bcast"]))
     gather.builder(rec, Case(Collective.GATHER, p, n, 0), gather.resolve_params())
+    rec.next_collective()
     bcast.builder(rec, Case(Collective.BCAST, p, p * n, 0), bcast.resolve_params())
 
 
@@ -177,15 +178,11 @@ def recursive_doubling(rec: Recorder, case: Case, params: Mapping[str, int]) -> 
 def _ring(rec: Recorder, case: Case) -> None:
     """The ring's P-1 steps: in step i rank r sends block ``r - i`` to ``r + 1``.
 
-    Every step is the same transmissions (each rank n bytes to its right neighbour; only which block
-    differs), so unless payloads are kept they are stored once as a phase run P-1 times.
+    Each step is a sendrecv (``ompi_coll_base_sendrecv``): a rank's step i + 1 waits for its send and
+    its reception of step i (the block it forwards).
     """
     p, n = case.nprocs, case.nbytes
     r = _ranks(case)
-    if rec.compact:
-        rec.phase(f"ring steps 1..{p - 1}", SendMode.POSTED, repeat=p - 1)
-        rec.sends(r, (r + 1) % p, r * n, (r + 1) * n)
-        return
     for i in range(p - 1):
         block = (r - i) % p
         rec.phase(f"ring step {i + 1}", SendMode.POSTED)

@@ -32,9 +32,10 @@ Not expressed: when receives are posted (pipelined_tree pre-posts three
 or all, then receives blocking) and rendezvous flow control, which would
 make a sender wait for its receiver (a rank waits only for its own
 operations). Eager or rendezvous is the model's business.
-A broadcast recorded after another collective's phases (the composites
-allreduce basic_linear and nonoverlapping, allgather linear) stays in its
-phases, after a barrier, as part of that phased schedule (:class:`.waits.Waits`).
+A broadcast recorded after another collective (the composites allreduce
+basic_linear and nonoverlapping, allgather linear) keeps its waits, and
+each of its sends also waits for its sender's operations in that
+collective (:meth:`.recorder.Recorder.next_collective`).
 """
 
 from __future__ import annotations

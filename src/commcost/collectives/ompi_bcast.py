@@ -65,9 +65,10 @@ rendezvous, and how a rank's posted sends share its link, are the model's
 business. Each schedule scaled by a factor is still exact (``scales``),
 and the pipelines keep ``pipelined`` (their one-segment schedule gives
 the tree).
-A broadcast recorded after another collective's phases (the composites
-allreduce basic_linear and nonoverlapping, allgather linear) stays in its
-phases, after a barrier, as part of that phased schedule (:class:`.waits.Waits`).
+A broadcast recorded after another collective (the composites allreduce
+basic_linear and nonoverlapping, allgather linear) keeps its waits, and
+each of its sends also waits for its sender's operations in that
+collective (:meth:`.recorder.Recorder.next_collective`).
 
 A zero-byte or one-rank call has an empty schedule: ``MPI_Bcast``
 (``ompi/mpi/c/bcast.c``) returns before reaching coll/tuned; ``registry.build``

@@ -6,12 +6,20 @@ from them and keeps the ranges for the data-flow checker when asked
 (``data=True``). Batches (:meth:`Recorder.sends`) keep million-rank
 builds fast: no Python loop per transmission.
 
-An algorithm that states its real dependencies (a dependency schedule, see
-:mod:`commcost.schedule.schedule`) calls :meth:`Recorder.dependencies`
-first, keeps the ids every send method returns (insertion order, from 0),
-and says what waits for what with :meth:`Recorder.wait`. Phases then only
-label steps; they must still be begun so that every transmission comes
-after those it waits for (an earlier phase, or earlier in the same one).
+Every schedule a recorder builds is a dependency schedule (see
+:mod:`commcost.schedule.schedule`): no barrier between phases. An
+algorithm either records its phases as the ranks' program steps, and the
+waits follow from each rank's program order
+(:func:`.waits.program_order`: a rank's step starts when its previous
+step's sends and receptions have completed), or calls
+:meth:`Recorder.dependencies`, keeps the ids every send method returns
+(insertion order, from 0) and says what waits for what with
+:meth:`Recorder.wait` (trees with segment windows, pipelines). A composite
+may record stepped transmissions first and then explicit ones (a reduce,
+then a broadcast): each explicit one also waits for its sender's whole
+stepped program. Phases then only label steps; they must still be begun
+so that every transmission comes after those it waits for (an earlier
+phase, or earlier in the same one).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
+from commcost.collectives.waits import pairs, program_order
 from commcost.errors import InputError
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 
@@ -44,14 +53,15 @@ class Recorder:
         self._count = 0
         self._names: list[str] = []
         self._posted: list[bool] = []
-        self._repeat: list[int] = []
         self._src: list[np.ndarray] = []
         self._dst: list[np.ndarray] = []
         self._nbytes: list[np.ndarray] = []
         self._phase: list[np.ndarray] = []
         self._combine: list[np.ndarray] = []
         self._payload: list[tuple[Range, ...]] = []
-        self._dag = False
+        # the collectives a composite runs one after another: first id of each, and where its explicit waits begin
+        self._parts: list[int] = [0]
+        self._explicit_from: list[int | None] = [None]
         self._waiter: list[np.ndarray] = []
         self._waited: list[np.ndarray] = []
         # single sends are gathered in lists and flushed as one batch
@@ -63,20 +73,25 @@ class Recorder:
         return len(self._names)
 
     @property
-    def compact(self) -> bool:
-        """Whether equal steps may be stored once as a repeated phase (not when payloads are kept:
-        the data-flow checker runs the steps one by one, each with its own blocks; not in a dependency
-        schedule, which has no barrier-separated steps to repeat)."""
-        return not self.data and not self._dag
-
-    @property
     def count(self) -> int:
         """Transmissions recorded so far: the id the next one gets."""
         return self._count + len(self._one[0])
 
     def dependencies(self) -> "Recorder":
-        """Make this a dependency schedule: no barrier between phases; what waits is said with :meth:`wait`."""
-        self._dag = True
+        """From the next transmission on, what waits is said with :meth:`wait` (not derived from program
+        order); each such transmission also waits for its sender's stepped program before it."""
+        if self._explicit_from[-1] is None:
+            self._explicit_from[-1] = self.count
+        return self
+
+    def next_collective(self) -> "Recorder":
+        """The transmissions recorded from now on belong to the next collective of a composite (a reduce,
+        then a bcast): MPI collectives are blocking, so each waits for its sender's every send and
+        reception in the collectives before."""
+        self._flush()
+        if self.count > self._parts[-1]:
+            self._parts.append(self.count)
+            self._explicit_from.append(None)
         return self
 
     def wait(self, waiter: Any, waited: Any) -> "Recorder":
@@ -87,27 +102,26 @@ class Recorder:
         if not keep.all():
             w, d = w[keep], d[keep]
         if len(w):
-            self._dag = True
+            self.dependencies()
             self._waiter.append(w.copy())
             self._waited.append(d.copy())
         return self
 
-    def phase(self, name: str | None = None, mode: SendMode = SendMode.POSTED, repeat: int = 1) -> "Recorder":
-        """Begin a phase, run ``repeat`` times; its sends start when every send of the previous phase has ended."""
+    def phase(self, name: str | None = None, mode: SendMode = SendMode.POSTED) -> "Recorder":
+        """Begin a phase: a step of every rank that sends in it (``mode``: its sends posted together, or one
+        after another); see the module docstring for what it waits for."""
         self._flush()
         self._names.append(name or f"step {len(self._names)}")
         self._posted.append(mode is SendMode.POSTED)
-        self._repeat.append(int(repeat))
         return self
 
     def staged_sends(self, step: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
                      stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED,
-                     repeat: dict[int, int] | None = None, combine: bool = False) -> np.ndarray:
+                     combine: bool = False) -> np.ndarray:
         """Many phases in one batch: transmission i runs in phase ``step[i]`` of a run of new phases,
         one per distinct step in increasing order (named ``label step t``); within a phase and a
-        sender, transmissions keep their order in the arrays. ``repeat[t]`` runs step t that often;
-        ``combine``: every transmission reduces into the receiver's data (see :mod:`.case`).
-        Returns the id of each transmission, aligned with the arguments."""
+        sender, transmissions keep their order in the arrays. ``combine``: every transmission reduces
+        into the receiver's data (see :mod:`.case`). Returns the id of each transmission, aligned with the arguments."""
         self._flush()
         step, src, dst, start, stop = (np.asarray(a, dtype=np.int64) for a in (step, src, dst, start, stop))
         if not len(step):
@@ -120,15 +134,8 @@ class Recorder:
             steps, local = np.unique(step, return_inverse=True)
             order = np.argsort(local, kind="stable")
         first = len(self._names)
-        repeat = repeat or {}
-        step_list = steps.tolist()
-        names = [f"{label} step {t}" for t in step_list]
-        for t, k in repeat.items():  # a repeated step says how often it runs
-            if k > 1 and t in step_list:
-                names[step_list.index(t)] += f" x{k}"
-        self._names += names
+        self._names += [f"{label} step {t}" for t in steps.tolist()]
         self._posted += [mode is SendMode.POSTED] * len(steps)
-        self._repeat += [repeat.get(t, 1) for t in step_list] if repeat else [1] * len(steps)
         src, dst, start, stop = src[order], dst[order], start[order], stop[order]
         base = self._count
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine),
@@ -191,6 +198,30 @@ class Recorder:
                          np.array(nb_l, dtype=np.float64), np.array(comb_l, dtype=bool))
             self._one = ([], [], [], [])
 
+    def _program_waits(self, phase: np.ndarray, src: np.ndarray, dst: np.ndarray
+                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The waits not stated with :meth:`wait`: program order within each collective of the recording,
+        and, from one collective to the next, every operation of the sender in the ones before."""
+        posted = np.array(self._posted, dtype=bool)
+        bounds = self._parts + [self.count]
+        waiter: list[np.ndarray] = []
+        waited: list[np.ndarray] = []
+        for q, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+            explicit = self._explicit_from[q]
+            w, d = program_order(phase[a:b], posted, src[a:b], dst[a:b], (b if explicit is None else explicit) - a)
+            waiter.append(w + a)
+            waited.append(d + a)
+            if q:  # each of this collective's sends waits for its sender's operations in the earlier ones
+                rank = np.concatenate([src[:a], dst[:a]])
+                op = np.concatenate([np.arange(a), np.arange(a)])
+                by_rank = np.argsort(rank, kind="stable")
+                first = np.searchsorted(rank[by_rank], src[a:b], side="left")
+                count = np.searchsorted(rank[by_rank], src[a:b], side="right") - first
+                i, j = pairs(np.arange(a, b), np.ones(b - a, np.int64), first, count)
+                waiter.append(i)
+                waited.append(op[by_rank[j]])
+        return waiter, waited
+
     def build(self, algorithm: str, params: dict[str, Any]) -> CollectiveSchedule:
         """The finished schedule; phases that stayed empty are dropped."""
         self._flush()
@@ -206,16 +237,18 @@ class Recorder:
         order = np.argsort(phase, kind="stable")
         posted = np.array(self._posted, dtype=bool)[used][phase] if len(used) else np.zeros(0, bool)
         after_ptr = after_idx = None
-        if self._dag:
-            after_ptr, after_idx = relabel_dependencies(order, cat(self._waiter, np.int64),
-                                                        cat(self._waited, np.int64),
+        src, dst = cat(self._src, np.int64), cat(self._dst, np.int64)
+        if len(src):
+            w, d = self._program_waits(cat(self._phase, np.int64), src, dst)
+            after_ptr, after_idx = relabel_dependencies(order, np.concatenate(w + self._waiter),
+                                                        np.concatenate(d + self._waited),
                                                         f"{self.case.collective.value} {algorithm}")
         schedule = Schedule(
-            self.case.nprocs, cat(self._src, np.int64)[order], cat(self._dst, np.int64)[order],
+            self.case.nprocs, src[order], dst[order],
             cat(self._nbytes, np.float64)[order], phase[order], posted[order],
             tuple(self._names) if len(used) == len(self._names) else tuple([self._names[k] for k in used.tolist()]),
             name=f"{self.case.collective.value} {algorithm}",
-            repeat=np.array(self._repeat, dtype=np.int64)[used], combine=cat(self._combine, bool)[order],
+            combine=cat(self._combine, bool)[order],
             after_ptr=after_ptr, after_idx=after_idx,
             checked=self.data,  # the checker's builds are validated; pricing builds come from the same code
         )

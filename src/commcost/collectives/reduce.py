@@ -32,7 +32,9 @@ from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import composite_unit, find, register, whole_blocks
 from commcost.collectives.segments import block_bounds, segment_bounds
-from commcost.collectives.trees import Tree, build_chain, build_in_order_bintree, build_tree, to_ranks
+from commcost.collectives.trees import (Tree, build_chain, build_in_order_bintree, build_in_order_bmtree, build_tree,
+                                        to_ranks)
+from commcost.collectives.waits import Waits
 from commcost.schedule.schedule import SendMode
 
 SEQ = SendMode.SEQUENCE
@@ -140,25 +142,13 @@ def reduce_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
     child order (v+1, v+2, v+4, ...), reduces it, and forwards segment s to
     its own parent; leaves send their segments with blocking sends.
 
-    As phases: with L = ceil(log2 P) (the root's number of children),
-    virtual rank v with lowest set bit ``2**i`` sends segment s to
-    ``v - 2**i`` in phase ``s L + i``. A parent thus receives one segment
-    from one child per phase, in the library's order (segment-major, then
-    child), and has reduced segment s from all its children (bits below
-    ``i``) before it forwards it; the root's S L receptions are the
-    pipeline's critical path. The ``max_requests`` flow control of leaves
-    (0, unlimited, by default) is not modelled.
+    :func:`reduce_tree` runs it (phases: with L = ceil(log2 P), virtual
+    rank v with lowest set bit ``2**i`` sends segment s to ``v - 2**i`` in
+    phase ``s L + i``). The ``max_requests`` flow control of leaves (0,
+    unlimited, by default) is not modelled.
     """
-    p, root = case.nprocs, case.root
-    if p == 1:
-        return
-    bounds = segment_bounds(case.nbytes, params["segsize"])
-    rounds = ceil_log2(p)
-    for s in range(len(bounds) - 1):
-        for bit in range(rounds):
-            v = in_order_binomial_senders(p, bit)
-            rec.phase(f"segment {s}, lowest bit {1 << bit}", SEQ)
-            rec.sends((v + root) % p, (v - (1 << bit) + root) % p, bounds[s], bounds[s + 1], combine=True)
+    if case.nprocs > 1:
+        reduce_tree(rec, case, build_in_order_bmtree(case.nprocs), params["segsize"])
 
 
 SEGSIZE = Param("segsize", 0, "segment size in bytes (0: no segmentation); "
@@ -196,14 +186,20 @@ def reduce_slots(tree: Tree) -> tuple[np.ndarray, int]:
     return slot, period
 
 
-def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bool = True) -> None:
+def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bool = True) -> np.ndarray:
     """``ompi_coll_base_reduce_generic`` (coll_base_reduce.c) up ``tree`` with ``segsize``-byte segments.
 
     ``tree`` is on virtual ranks (root 0, ``shifted``) or on real ranks
     (the in-order binary tree). Every non-root rank sends each segment to
-    its parent, reduced with its subtree's contributions, in the phases of
-    :func:`reduce_slots`; leaves with blocking sends (the ``max_requests``
-    flow control of leaves, 0 = unlimited by default, is not modelled).
+    its parent, reduced with its subtree's contributions, with blocking
+    sends (leaves: the ``max_requests`` flow control, 0 = unlimited by
+    default, is not modelled). What each send waits for, as the library's
+    loop runs it: segment s goes up once segment s has been received and
+    reduced from every child (the parent takes its children in order,
+    posting the next receive before it waits for the current one), and
+    after the rank's send of segment s - 1 returned. Phases (labels) are
+    those of :func:`reduce_slots`. Returns the ids, edge-major (edge e of
+    ``tree``, segment k at ``e * S + k``).
     """
     p = case.nprocs
     bounds = segment_bounds(case.nbytes, segsize)
@@ -216,7 +212,32 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
     src, dst = child[edge], tree.parent[child][edge]
     if shifted:
         src, dst = to_ranks(src, case.root, p), to_ranks(dst, case.root, p)
-    rec.staged_sends(step, src, dst, bounds[seg], bounds[seg + 1], "reduce", SEQ, combine=True)
+    waits = Waits(rec)
+    ids = rec.staged_sends(step, src, dst, bounds[seg], bounds[seg + 1], "reduce", SEQ, combine=True)
+    reduce_waits(waits, ids, tree.src, child, nseg)
+    return ids
+
+
+def reduce_waits(waits: Waits, ids: np.ndarray, parent: np.ndarray, child: np.ndarray, nseg: int) -> None:
+    """The waits of a segmented reduction up a tree: edge e (``child[e]`` sends to ``parent[e]``) carries
+    segments ``0 .. nseg - 1`` with ids ``ids[e * nseg + k]``; segment k of edge e waits for segment k of
+    every edge into ``child[e]`` (received and reduced) and for edge e's segment k - 1 (a blocking send)."""
+    parent, child = np.asarray(parent, np.int64), np.asarray(child, np.int64)
+    nedges = len(child)
+    if not nedges or not nseg:
+        return
+    ids = np.asarray(ids, np.int64).reshape(nedges, nseg)
+    if nseg > 1:
+        waits(ids[:, 1:], ids[:, :-1])
+    by_parent = np.argsort(parent, kind="stable")
+    size = int(max(parent.max(), child.max())) + 1
+    first = np.searchsorted(parent[by_parent], np.arange(size), side="left")
+    count = np.searchsorted(parent[by_parent], np.arange(size), side="right") - first
+    kids = count[child]  # edges into each edge's sender
+    e = np.repeat(np.arange(nedges, dtype=np.int64), kids)
+    j = np.arange(len(e), dtype=np.int64) - np.repeat(np.cumsum(kids) - kids, kids)
+    f = by_parent[first[child[e]] + j]  # the k-th edge into child[e]
+    waits(ids[e], ids[f])
 
 
 @register(Collective.REDUCE, "ompi", "chain",
@@ -271,9 +292,11 @@ def reduce_in_order_binary(rec: Recorder, case: Case, params: Mapping[str, int])
     the root with one blocking send (the root's receive is a plain recv).
     """
     p, root = case.nprocs, case.root
-    reduce_tree(rec, case, build_in_order_bintree(p), params["segsize"], shifted=False)
+    tree = build_in_order_bintree(p)
+    ids = reduce_tree(rec, case, tree, params["segsize"], shifted=False)
     if root != p - 1:
-        rec.phase("io_root to root", SEQ).send(p - 1, root, (0, case.nbytes))
+        last = rec.phase("io_root to root", SEQ).send(p - 1, root, (0, case.nbytes))
+        rec.wait(last, ids.reshape(len(tree.dst), -1)[tree.src == p - 1].ravel())  # its own receptions
 
 
 @register(Collective.REDUCE, "ompi", "rabenseifner",
@@ -381,9 +404,7 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
     (r + 1 - k) mod P to rank r+1, which stores it. 2(P-1) phases.
 
     Like the library, a message of fewer bytes than ranks (count < P)
-    runs the recursive-doubling algorithm instead. When P divides n the
-    blocks are equal, every step of a half is the same transmissions, and
-    unless payloads are kept each half is stored as one phase run P-1 times.
+    runs the recursive-doubling algorithm instead.
     """
     p, n = case.nprocs, case.nbytes
     if p == 1:
@@ -394,14 +415,6 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
     bounds = block_bounds(n, p)
     ranks = np.arange(p, dtype=np.int64)
     right = (ranks + 1) % p
-    if rec.compact and n % p == 0:
-        # equal blocks: the P-1 steps of each half are the same transmissions (n/P bytes to r+1)
-        rec.phase(f"reduce-scatter steps 0..{p - 2}", SEQ, repeat=p - 1)
-        rec.sends(ranks, right, bounds[ranks], bounds[ranks + 1], combine=True)
-        block = (ranks + 1) % p
-        rec.phase(f"allgather steps 0..{p - 2}", SEQ, repeat=p - 1)
-        rec.sends(ranks, right, bounds[block], bounds[block + 1], combine=False)
-        return
     for k in range(p - 1):
         block = (ranks - k) % p
         rec.phase(f"reduce-scatter step {k}", SEQ)
@@ -532,6 +545,7 @@ def allreduce_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int])
     p, n = case.nprocs, case.nbytes
     reduce_linear(rec, Case(Collective.REDUCE, p, n, 0), params)
     bcast = find(Collective.BCAST, "ompi.basic_linear")
+    rec.next_collective()
     bcast.builder(rec, Case(Collective.BCAST, p, n, 0), bcast.resolve_params())
 
 
@@ -554,6 +568,7 @@ def allreduce_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str, int
     reduce = find(Collective.REDUCE, str(params["reduce"]))
     bcast = find(Collective.BCAST, str(params["bcast"]))
     reduce.builder(rec, Case(Collective.REDUCE, p, n, 0), reduce.resolve_params())
+    rec.next_collective()
     bcast.builder(rec, Case(Collective.BCAST, p, n, 0), bcast.resolve_params())
 
 

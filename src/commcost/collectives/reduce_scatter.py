@@ -86,6 +86,7 @@ def reduce_scatter_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str
     reduce = find(Collective.REDUCE, str(params["reduce"]))
     reduce.builder(rec, Case(Collective.REDUCE, p, p * n, 0), reduce.resolve_params())
     scatter = find(Collective.SCATTER, "ompi.basic_linear")
+    rec.next_collective()
     scatter.builder(rec, Case(Collective.SCATTER, p, n, 0), scatter.resolve_params())
 
 
@@ -127,17 +128,10 @@ def reduce_scatter_ring(rec: Recorder, case: Case, params: Mapping[str, int]) ->
 
     Step j = 0..P-2: rank r sends block ``(r - 1 - j) mod P``, reduced so
     far, to rank r+1, which reduces it into its own; at the last step rank
-    r receives its own block, complete. P-1 phases of P sends of n bytes:
-    the same transmissions every step, so unless payloads are kept they are
-    stored once as a phase run P-1 times.
+    r receives its own block, complete. P-1 phases of P sends of n bytes.
     """
     p, n = case.nprocs, case.nbytes
     r = np.arange(p, dtype=np.int64)
-    if rec.compact:
-        block = (r - 1) % p
-        rec.phase(f"ring steps 0..{p - 2}", SEQ, repeat=p - 1)
-        rec.sends(r, (r + 1) % p, block * n, (block + 1) * n, combine=True)
-        return
     for j in range(p - 1):
         block = (r - 1 - j) % p
         rec.phase(f"ring step {j}", SEQ).sends(r, (r + 1) % p, block * n, (block + 1) * n, combine=True)

@@ -8,10 +8,11 @@ the sender (receive-before-forward) or an earlier send of it (a blocking
 send returned, or a ``Waitall`` over posted sends). Every helper works on
 numpy batches: no Python loop per transmission.
 
-* :class:`Waits` starts a dependency schedule, or, for a broadcast recorded
-  after another collective's phases (the composites of :mod:`.reduce` and
-  :mod:`.allgather`: a reduce or a gather, then a bcast), drops the waits so
-  the whole stays one phased schedule;
+* :func:`program_order`: the waits of algorithms recorded as the ranks'
+  programs of steps (the recorder derives them for every phase a builder
+  records without explicit waits);
+* :class:`Waits` marks where explicit waits begin (after the stepped part
+  of a composite: a reduce or a gather, then a bcast);
 * :func:`pipeline_waits`: a segmented tree pipeline; a rank forwards
   segment k after receiving it, and after its earlier sends as the library
   completes them (a Waitall per segment, blocking sends, or one Waitall at
@@ -25,11 +26,12 @@ numpy batches: no Python loop per transmission.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from commcost.collectives.recorder import Recorder
+if TYPE_CHECKING:
+    from commcost.collectives.recorder import Recorder
 
 EMPTY = np.zeros(0, np.int64)
 
@@ -37,21 +39,18 @@ EMPTY = np.zeros(0, np.int64)
 class Waits:
     """Where a builder states what waits for what (``waits(waiter_ids, waited_ids)``, as :meth:`Recorder.wait`).
 
-    On a fresh recorder it makes a dependency schedule. When the recorder
-    already holds transmissions (a composite that runs another collective
-    first, recorded in phases) the waits are dropped: the broadcast then
-    runs in its phases, after a barrier, as a part of that phased schedule.
+    From its creation on, the recorder's transmissions take the waits said
+    here instead of those of program order; in a composite that recorded
+    another collective's steps first, each of them also waits for its
+    sender's part of those steps (:func:`program_order`).
     """
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
-        self.on = rec.count == 0
-        if self.on:
-            rec.dependencies()
+        rec.dependencies()
 
     def __call__(self, waiter: Any, waited: Any) -> None:
-        if self.on:
-            self.rec.wait(waiter, waited)
+        self.rec.wait(waiter, waited)
 
 
 def previous_send(sender: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -197,3 +196,90 @@ def ring_waits(steps: BlockingSteps, ids: np.ndarray, ranks: np.ndarray) -> None
         c = np.arange(p, dtype=np.int64)
         steps.waits(ids[1:], ids[:-1])
         steps.waits(ids[1:], ids[:-1][:, (c - 1) % p])
+
+
+def pairs(a_first: np.ndarray, a_count: np.ndarray, b_first: np.ndarray, b_count: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Every (a, b) with a in ``a_first[k] + [0, a_count[k])`` and b in ``b_first[k] + [0, b_count[k])``,
+    over all k: the positions of each pair of runs, crossed."""
+    per = a_count * b_count
+    total = int(per.sum())
+    if not total:
+        return EMPTY, EMPTY
+    k = np.repeat(np.arange(len(per), dtype=np.int64), per)
+    j = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    return a_first[k] + j // b_count[k], b_first[k] + j % b_count[k]
+
+
+def program_order(phase: np.ndarray, posted: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                  explicit_from: int) -> tuple[np.ndarray, np.ndarray]:
+    """The waits of transmissions recorded as each rank's program of steps: edges ``(waiter, waited)``.
+
+    Transmissions ``0 .. explicit_from - 1`` (ids = positions) were recorded
+    in phases that are the ranks' steps: in each, a rank posts its sends
+    (``posted[phase]``: isends, then a Waitall) or makes them one after
+    another (blocking sends; a ``Sendrecv``), and its next step starts when
+    every operation of this one has completed: its sends, and its
+    receptions. So the sends of a rank's step wait for its sends of its
+    previous step with sends (all of them after a Waitall; the last of a
+    sequence) and for every reception it completed since that step began;
+    earlier receptions are ancestors through those sends. In a sequence the
+    first send takes these waits and each further send waits for the one
+    before it.
+
+    Transmissions from ``explicit_from`` on state their own waits (a
+    collective a composite runs after the stepped part, such as the
+    broadcast after a reduce); each of them also waits for its sender's
+    whole stepped program: its last step's sends and the receptions since.
+    """
+    phase, src, dst = (np.asarray(a, np.int64) for a in (phase, src, dst))
+    posted = np.asarray(posted, bool)
+    n = len(src)
+    stepped = np.arange(explicit_from, dtype=np.int64)
+    if not explicit_from or not n:
+        return EMPTY, EMPTY
+    if explicit_from < n and phase[explicit_from:].min() < phase[:explicit_from].max():
+        raise ValueError("stepped transmissions must come before those with explicit waits")
+    beyond = int(phase.max()) + 1  # the explicit part: one step after every stepped one
+    ph = np.where(np.arange(n) < explicit_from, phase, beyond)
+    # each sender's steps with sends: runs of (src, phase) in that order, ids increasing within a run
+    order = np.lexsort((np.arange(n), ph, src))
+    s_src, s_ph = src[order], ph[order]
+    new = np.r_[True, (s_src[1:] != s_src[:-1]) | (s_ph[1:] != s_ph[:-1])]
+    g_first = np.flatnonzero(new)
+    g_count = np.diff(np.r_[g_first, n])
+    g_src, g_ph = s_src[g_first], s_ph[g_first]
+    g_explicit = g_ph == beyond
+    g_seq = ~g_explicit & ~posted[np.minimum(g_ph, len(posted) - 1)]
+    # who takes a step's waits: a sequence's first send, or every send of a posted (or explicit) step
+    take = np.where(g_seq, 1, g_count)
+    # what the next step waits for among a step's sends: a sequence's last, or all
+    give_first = np.where(g_seq, g_first + g_count - 1, g_first)
+    give = np.where(g_seq, 1, g_count)
+    waiter: list[np.ndarray] = []
+    waited: list[np.ndarray] = []
+    prev = np.r_[False, g_src[1:] == g_src[:-1]] & ~np.r_[False, g_explicit[:-1]]
+    k = np.flatnonzero(prev)
+    if len(k):
+        a, b = pairs(g_first[k], take[k], give_first[k - 1], give[k - 1])
+        waiter.append(order[a])
+        waited.append(order[b])
+    chain = ~new & np.repeat(g_seq, g_count)
+    if chain.any():
+        pos = np.flatnonzero(chain)
+        waiter.append(order[pos])
+        waited.append(order[pos - 1])
+    # receptions: waited for by the receiver's first step with sends in a later phase
+    rec_ids = stepped
+    key = g_src * (beyond + 1) + g_ph
+    at = np.searchsorted(key, dst[rec_ids] * (beyond + 1) + phase[rec_ids], side="right")
+    ok = at < len(key)
+    ok[ok] = g_src[at[ok]] == dst[rec_ids[ok]]
+    rec_ids, at = rec_ids[ok], at[ok]
+    if len(rec_ids):
+        a, b = pairs(g_first[at], take[at], rec_ids, np.ones(len(rec_ids), np.int64))
+        waiter.append(order[a])
+        waited.append(b)
+    if not waiter:
+        return EMPTY, EMPTY
+    return np.concatenate(waiter), np.concatenate(waited)
