@@ -9,7 +9,8 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
-from commcost.models.taulop.dependency_engine import simulate_dependencies, sweep_dependencies
+from commcost.models.symmetry import MIN_TRANSMISSIONS, Fold, node_period, rank_shift_fold
+from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies, sweep_dependencies
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
@@ -65,10 +66,12 @@ class TauLop(Model):
     DESCRIPTION = "tau-Lop: concurrent transfers share a channel (A1-A3); exact event-driven engine + paper algebra"
     PARAMS = TauLopParams
 
-    def __init__(self, params: TauLopParams, fast: bool = True, merge_a1: bool = True) -> None:
+    def __init__(self, params: TauLopParams, fast: bool = True, merge_a1: bool = True, fold: bool = True) -> None:
         super().__init__(params)
         self.fast = fast
         self.merge_a1 = merge_a1
+        self.fold = fold  # price symmetric dependency schedules by one node's share (exact; False: never)
+        self.fold_from = MIN_TRANSMISSIONS  # ... when they have at least this many transmissions
         self._laws: dict[tuple[str, tuple[str, ...]], TransmissionLaw] = {}
 
     def laws_for(self, placed: PlacedSchedule) -> list[TransmissionLaw]:
@@ -113,11 +116,28 @@ class TauLop(Model):
 
     def _dependency_run(self, placed: PlacedSchedule, trace: bool = False):
         """A dependency schedule through :mod:`.dependency_engine` (reductions inside: what waits for a
-        reception waits for its reduction)."""
+        reception waits for its reduction); folded to one node's share where the placed schedule is
+        symmetric under a shift of ranks (:mod:`commcost.models.symmetry`; not when tracing pieces)."""
         s = placed.schedule
+        service = self.reduction_service_s(s)
+        fold = None if trace else self._fold(placed)
+        if fold is not None:
+            keep = fold.keep
+            run = simulate_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], fold.src,
+                                        fold.dst, fold.nprocs, fold.after_ptr, fold.after_idx,
+                                        self.laws_for(placed), None if service is None else service[keep])
+            return DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
         return simulate_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
-                                     s.after_ptr, s.after_idx, self.laws_for(placed),
-                                     self.reduction_service_s(s), trace)
+                                     s.after_ptr, s.after_idx, self.laws_for(placed), service, trace)
+
+    def _fold(self, placed: PlacedSchedule) -> Fold | None:
+        """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry."""
+        if not self.fold:
+            return None
+        s = placed.schedule
+        return rank_shift_fold(s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr,
+                               s.after_idx, s.nprocs, node_period(placed.mapping.node_of_rank), same=(s.combine,),
+                               min_transmissions=self.fold_from)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         if placed.schedule.has_dependencies:
@@ -152,6 +172,13 @@ class TauLop(Model):
             service_of = None
             if self.reduction is not None and s.combine.any():
                 service_of = lambda f: self.reduction_service_s(s.scaled(f))  # noqa: E731
+            fold = self._fold(placed)
+            if fold is not None:
+                keep = fold.keep
+                folded = None if service_of is None else (lambda f: service_of(f)[keep])  # noqa: E731
+                return sweep_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], fold.src,
+                                          fold.dst, fold.nprocs, fold.after_ptr, fold.after_idx,
+                                          self.laws_for(placed), factors, folded)
             return sweep_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
                                       s.after_ptr, s.after_idx, self.laws_for(placed), factors, service_of)
         if not self.fast or (self.reduction is not None and s.combine.any()):

@@ -1,0 +1,154 @@
+"""Folding a dependency schedule by a symmetry of ranks: price one node's share, exactly.
+
+A ring allgather on 1,024 ranks of 32 per node is a million transmissions,
+but on identical nodes with a sequential mapping every node does the same
+thing at the same times: shifting every rank by q = 32 (mod P) maps the
+placed schedule onto itself. When that holds, a deterministic model
+(tau-Lop's event engine) gives every transmission the end time of its image,
+so it suffices to run the transmissions of ranks 0..q-1 (the
+*representatives*), each waiting for the representatives of what it waited
+for, and to read every other transmission's times off its representative's.
+
+:func:`rank_shift_fold` checks the symmetry on the data instead of assuming
+it, and returns None (price the whole schedule) unless all of this holds,
+with sigma the shift of ranks by q:
+
+* every transmission t has an image sigma(t): same phase, sender and
+  receiver shifted by q, same occurrence among that pair's transmissions
+  of the phase; with the same size, channel and the same per-transmission
+  values the caller gives (``same``: combine flags);
+* what sigma(t) waits for is the image of what t waits for (same counts,
+  every image edge present);
+* sigma maps contention domains one to one (domain(sigma(t)) is a function
+  of domain(t), and injective); and a domain holding a representative holds
+  only representatives, so the folded run sees each domain's whole
+  concurrency;
+* a transmission's sender and receiver differ modulo q (folded ranks stay
+  distinct, so "a wait for an own send" stays told apart from "a wait for
+  a reception", and each folded rank receives what rank r < q did);
+* the folded waits still point backwards (no cycle).
+
+Exactness: the model is deterministic and sees only sizes, channels,
+domains, waits and these values; the whole schedule is invariant under
+sigma, so its run is too, and the end time of t equals that of sigma(t).
+The folded run is the whole run restricted to representatives, each wait
+on another transmission replaced by its representative's, of equal end
+time. tests/test_symmetry_fold.py compares folded and whole runs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+
+class Fold(NamedTuple):
+    """A schedule folded by a shift of ranks: run ``keep`` only, with these arrays."""
+
+    keep: np.ndarray  # the representatives (transmissions of ranks 0..q-1), in schedule order
+    rep: np.ndarray  # for every transmission, the position in ``keep`` of its representative
+    src: np.ndarray  # folded sender of each kept transmission (mod q)
+    dst: np.ndarray  # folded receiver (mod q)
+    nprocs: int  # q
+    after_ptr: np.ndarray  # folded waits of each kept transmission, as rows
+    after_idx: np.ndarray  # positions in ``keep``
+
+
+MIN_TRANSMISSIONS = 20_000  # below this the whole run is cheaper than the checks
+
+
+def node_period(node_of_rank: np.ndarray) -> int:
+    """The number of ranks on rank 0's node: the shift to try for a mapping that fills nodes in turn."""
+    node = np.asarray(node_of_rank)
+    return int(np.count_nonzero(node == node[0])) if len(node) else 0
+
+
+def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes: np.ndarray,
+                    channel: np.ndarray, domain: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray,
+                    nprocs: int, shift: int, same: Sequence[np.ndarray] = (),
+                    min_transmissions: int = MIN_TRANSMISSIONS) -> Fold | None:
+    """The schedule folded by the shift of ranks by ``shift`` (module docstring), or None where that is
+    not a symmetry, or the schedule has fewer than ``min_transmissions``."""
+    p, q, n = int(nprocs), int(shift), len(src)
+    if n < max(min_transmissions, 1) or q < 2 or q >= p or p % q:
+        return None
+    src, dst, phase = (np.asarray(a, np.int64) for a in (src, dst, phase))
+    # cheap refusals first: every block of q ranks sends and receives as much
+    for who in (src, dst):
+        counts = np.bincount(who, minlength=p).reshape(p // q, q)
+        if np.any(counts != counts[0]):
+            return None
+    if np.any((src - dst) % q == 0):
+        return None
+    if (int(phase.max()) + 1) * p * p >= 2 ** 62:
+        return None
+    key = (phase * p + src) * p + dst
+    order = np.arange(n, dtype=np.int64) if np.all(key[1:] >= key[:-1]) else np.argsort(key, kind="stable")
+    skey = key[order]
+    occurrence = np.empty(n, np.int64)
+    occurrence[order] = np.arange(n, dtype=np.int64) - np.searchsorted(skey, skey, side="left")
+
+    def find(new_src: np.ndarray, new_dst: np.ndarray) -> np.ndarray | None:
+        """The transmission of the same phase and occurrence between these ranks (None if one lacks)."""
+        k = (phase * p + new_src % p) * p + new_dst % p
+        at = np.searchsorted(skey, k, side="left") + occurrence
+        if np.any(at >= n):
+            return None
+        hit = order[at]
+        return hit if np.array_equal(key[hit], k) else None
+
+    image = find(src + q, dst + q)
+    if image is None:
+        return None
+    for values in (nbytes, channel, *same):
+        values = np.asarray(values)
+        if not np.array_equal(values[image], values):
+            return None
+    # contention domains: a one-to-one map
+    dom = np.asarray(domain, np.int64)
+    to = np.full(int(dom.max()) + 1, -1, np.int64)
+    to[dom] = dom[image]
+    if not np.array_equal(to[dom], dom[image]):
+        return None
+    used = to[to >= 0]
+    if len(np.unique(used)) != len(used):
+        return None
+    # waits: the image of every edge is an edge, and rows have equal lengths
+    after_ptr, after_idx = np.asarray(after_ptr, np.int64), np.asarray(after_idx, np.int64)
+    counts = np.diff(after_ptr)
+    if not np.array_equal(counts[image], counts):
+        return None
+    waiter = np.repeat(np.arange(n, dtype=np.int64), counts)
+    if len(waiter):
+        edges = waiter * n + after_idx
+        if np.any(edges[1:] < edges[:-1]):
+            edges = np.sort(edges)
+        mapped = image[waiter] * n + image[after_idx]
+        at = np.minimum(np.searchsorted(edges, mapped), len(edges) - 1)
+        if not np.array_equal(edges[at], mapped):
+            return None
+    # representatives: senders 0..q-1; a domain holding one holds only such
+    kept = src < q
+    has_kept = np.zeros(len(to), bool)
+    has_kept[dom[kept]] = True
+    if np.any(has_kept[dom[~kept]]):
+        return None
+    keep = np.flatnonzero(kept)
+    position = np.full(n, -1, np.int64)
+    position[keep] = np.arange(len(keep), dtype=np.int64)
+    block = src // q
+    representative = find(src - block * q, dst - block * q)
+    if representative is None:
+        return None
+    rep = position[representative]
+    if np.any(rep < 0):
+        return None
+    rows = np.repeat(kept, counts)
+    f_waiter = position[waiter[rows]]
+    f_waited = rep[after_idx[rows]]
+    if np.any(f_waited >= f_waiter):
+        return None
+    f_ptr = np.zeros(len(keep) + 1, np.int64)
+    np.cumsum(counts[keep], out=f_ptr[1:])
+    return Fold(keep, rep, src[keep] % q, dst[keep] % q, q, f_ptr, f_waited)
