@@ -89,6 +89,14 @@ def main() -> None:
           f"{t_cases / ncases * 1e3:.3f} ms/case ({t_cases / t_sweep:.1f}x the sweep; same numbers: {same})")
     winners = sorted({grid.algorithms[i].name for i in np.unique(grid.best())})
     print(f"  algorithms that win somewhere: {', '.join(winners)}")
+    print("  per algorithm, size sweep (one run each): dependencies s, phase barriers s, ratio")
+    for algorithm in bcasts:
+        spent = []
+        for barriers in (False, True):
+            t0 = time.perf_counter()
+            price_grid([algorithm], procs, sizes, platform, mapping_of, model, phase_barriers=barriers)
+            spent.append(time.perf_counter() - t0)
+        print(f"    {algorithm.name:<24} {spent[0]:8.3f} {spent[1]:8.3f} {spent[0] / spent[1]:6.2f}x")
 
     big = 1_000_000
     platform = cluster(big // PPN)

@@ -198,17 +198,21 @@ class Recorder:
                          np.array(nb_l, dtype=np.float64), np.array(comb_l, dtype=bool))
             self._one = ([], [], [], [])
 
-    def _program_waits(self, phase: np.ndarray, src: np.ndarray, dst: np.ndarray
-                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _program_waits(self, phase: np.ndarray, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray,
+                       combine: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The waits not stated with :meth:`wait`: program order within each collective of the recording,
-        and, from one collective to the next, every operation of the sender in the ones before."""
+        and, from one collective to the next, every operation of the sender in the ones before. Builds for
+        the data-flow checker (``data``) name every posted transmission waited for (the checker lets a
+        send forward only what its ancestors delivered); pricing builds, per peer, the last and the
+        largest, which end no earlier (:func:`.waits.program_order`)."""
         posted = np.array(self._posted, dtype=bool)
         bounds = self._parts + [self.count]
         waiter: list[np.ndarray] = []
         waited: list[np.ndarray] = []
         for q, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
             explicit = self._explicit_from[q]
-            w, d = program_order(phase[a:b], posted, src[a:b], dst[a:b], (b if explicit is None else explicit) - a)
+            w, d = program_order(phase[a:b], posted, src[a:b], dst[a:b], (b if explicit is None else explicit) - a,
+                                 nbytes[a:b], combine[a:b], compress=not self.data)
             waiter.append(w + a)
             waited.append(d + a)
             if q:  # each of this collective's sends waits for its sender's operations in the earlier ones
@@ -239,7 +243,8 @@ class Recorder:
         after_ptr = after_idx = None
         src, dst = cat(self._src, np.int64), cat(self._dst, np.int64)
         if len(src):
-            w, d = self._program_waits(cat(self._phase, np.int64), src, dst)
+            w, d = self._program_waits(cat(self._phase, np.int64), src, dst, cat(self._nbytes, np.float64),
+                                       cat(self._combine, bool))
             after_ptr, after_idx = relabel_dependencies(order, np.concatenate(w + self._waiter),
                                                         np.concatenate(d + self._waited),
                                                         f"{self.case.collective.value} {algorithm}")

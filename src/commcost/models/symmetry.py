@@ -23,9 +23,11 @@ with sigma the shift of ranks by q:
   of domain(t), and injective); and a domain holding a representative holds
   only representatives, so the folded run sees each domain's whole
   concurrency;
-* a transmission's sender and receiver differ modulo q (folded ranks stay
-  distinct, so "a wait for an own send" stays told apart from "a wait for
-  a reception", and each folded rank receives what rank r < q did);
+* where receivers' work matters (``receivers=True``: reductions queue at
+  the receiver), a transmission's sender and receiver differ modulo q
+  (folded ranks stay distinct, so "a wait for an own send" stays told apart
+  from "a wait for a reception", and each folded rank receives what rank
+  r < q did); without it the folded ranks only label transmissions;
 * the folded waits still point backwards (no cycle).
 
 Exactness: the model is deterministic and sees only sizes, channels,
@@ -66,7 +68,7 @@ def node_period(node_of_rank: np.ndarray) -> int:
 
 def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes: np.ndarray,
                     channel: np.ndarray, domain: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray,
-                    nprocs: int, shift: int, same: Sequence[np.ndarray] = (),
+                    nprocs: int, shift: int, same: Sequence[np.ndarray] = (), receivers: bool = True,
                     min_transmissions: int = MIN_TRANSMISSIONS) -> Fold | None:
     """The schedule folded by the shift of ranks by ``shift`` (module docstring), or None where that is
     not a symmetry, or the schedule has fewer than ``min_transmissions``."""
@@ -79,7 +81,7 @@ def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes:
         counts = np.bincount(who, minlength=p).reshape(p // q, q)
         if np.any(counts != counts[0]):
             return None
-    if np.any((src - dst) % q == 0):
+    if receivers and np.any((src - dst) % q == 0):
         return None
     if (int(phase.max()) + 1) * p * p >= 2 ** 62:
         return None

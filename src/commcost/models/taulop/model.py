@@ -137,6 +137,7 @@ class TauLop(Model):
         s = placed.schedule
         return rank_shift_fold(s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr,
                                s.after_idx, s.nprocs, node_period(placed.mapping.node_of_rank), same=(s.combine,),
+                               receivers=self.reduction_service_s(s) is not None,
                                min_transmissions=self.fold_from)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
