@@ -137,3 +137,23 @@ def test_a_ring_bcast_on_sequential_ranks_is_its_lockstep_price(nprocs):
     exact = model.total_time_s(PlacedSchedule.of(s, platform, mapping))
     barrier = model.total_time_s(PlacedSchedule.of(s.without_dependencies(), platform, mapping))
     assert 0.5 * barrier < exact <= barrier * (1 + 1e-9)
+
+
+def test_a_size_sweep_on_several_cores_gives_the_serial_numbers(monkeypatch):
+    """Large sweeps run their factors in threads (the compiled loop releases the GIL): same numbers."""
+    from commcost.io.params_file import load_params
+    from commcost.models.taulop import dependency_engine
+    from test_schedule_repeat import EX, cluster
+
+    platform = cluster(4, 4)
+    model = TauLop(load_params(EX / "params" / "illustrative.toml").for_model("taulop"), fold=False)
+    schedule = build(find(Collective.BCAST, "scatter_allgather_ring"), Case(Collective.BCAST, 16, 16)).schedule
+    placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 16, 4))
+    factors = np.array([1.0, 3.0, 64.0, 4096.0, 65536.0])
+    serial = model.price_scaled(placed, factors)
+    monkeypatch.setattr(dependency_engine, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(dependency_engine.os, "cpu_count", lambda: 4)
+    assert np.array_equal(model.price_scaled(placed, factors), serial)
+    for f, t in zip(factors, serial):
+        assert t == pytest.approx(model.total_time_s(PlacedSchedule.of(schedule.scaled(f), platform,
+                                                                       placed.mapping)), rel=1e-12)
