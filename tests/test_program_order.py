@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from commcost.collectives import Case, Collective, algorithms, build
-from commcost.collectives.waits import program_order
+from commcost.schedule.program_order import program_order
 from commcost.io.params_file import load_params
 from commcost.models import MODELS, PlacedSchedule
 from commcost.models.taulop.model import TauLop

@@ -10,8 +10,8 @@ Every schedule a recorder builds is a dependency schedule (see
 :mod:`commcost.schedule.schedule`): no barrier between phases. An
 algorithm either records its phases as the ranks' program steps, and the
 waits follow from each rank's program order
-(:func:`.waits.program_order`: a rank's step starts when its previous
-step's sends and receptions have completed), or calls
+(:func:`commcost.schedule.program_order.program_order`: a rank's step
+starts when its previous step's sends and receptions have completed), or calls
 :meth:`Recorder.dependencies`, keeps the ids every send method returns
 (insertion order, from 0) and says what waits for what with
 :meth:`Recorder.wait` (trees with segment windows, pipelines). A composite
@@ -29,8 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
-from commcost.collectives.waits import pairs, program_order
 from commcost.errors import InputError
+from commcost.schedule.program_order import pairs, program_order
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 
 Range = tuple[int, int]
@@ -204,7 +204,7 @@ class Recorder:
         and, from one collective to the next, every operation of the sender in the ones before. Builds for
         the data-flow checker (``data``) name every posted transmission waited for (the checker lets a
         send forward only what its ancestors delivered); pricing builds, per peer, the last and the
-        largest, which end no earlier (:func:`.waits.program_order`)."""
+        largest, which end no earlier (:func:`commcost.schedule.program_order.program_order`)."""
         posted = np.array(self._posted, dtype=bool)
         bounds = self._parts + [self.count]
         waiter: list[np.ndarray] = []

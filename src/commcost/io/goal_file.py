@@ -72,6 +72,7 @@ from typing import Iterator, TextIO
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.schedule.program_order import program_order
 from commcost.schedule.schedule import Schedule, dependency_rows
 
 
@@ -83,10 +84,11 @@ def per_rank_waits(schedule: Schedule) -> Schedule:
 
     A dependency schedule is returned as it is. A phased schedule's barrier
     cannot be written per rank, so each rank keeps the part of it it takes
-    part in: its sends of a phase wait for its own sends and receives of
-    the previous phase it was active in (and for any earlier receive no
-    later send of it waited for yet); inside a phase a sequence sender's
-    send waits for its previous send, posted sends only for that frontier.
+    part in: its phases become its program of steps
+    (:func:`commcost.schedule.program_order.program_order`, every wait named):
+    its sends of a phase wait for its sends of the previous phase it sent
+    in and for the receptions it completed since; inside a phase a
+    sequence sender's send waits for its previous send.
     Repeated phases are written out (``repeat`` runs, named ``name (r/R)``).
     The result waits less than the phased schedule: a rank that has all it
     needs may start phase k+1 while others still run phase k, as the MPI
@@ -103,33 +105,10 @@ def per_rank_waits(schedule: Schedule) -> Schedule:
         if runs else np.zeros(0, np.int64)
     lengths = [part.stop - part.start for _, part in runs]
     src, dst, posted = schedule.src[order], schedule.dst[order], schedule.posted[order]
-    frontier: list[list[int]] = [[] for _ in range(schedule.nprocs)]
-    waiter: list[int] = []
-    waited: list[int] = []
-    start = 0
-    for length in lengths:
-        stop = start + length
-        sent: dict[int, list[int]] = {}  # rank -> its sends of this phase no later send of it waits for
-        received: dict[int, list[int]] = {}
-        for t in range(start, stop):
-            rank = int(src[t])
-            mine = sent.setdefault(rank, [])
-            if not posted[t] and mine:
-                deps = [mine.pop()]  # a sequence: the previous send, which this one now stands for
-            else:
-                deps = frontier[rank]
-            waiter += [t] * len(deps)
-            waited += deps
-            mine.append(t)
-            received.setdefault(int(dst[t]), []).append(t)
-        for rank, mine in sent.items():
-            frontier[rank] = mine + received.pop(rank, [])
-        for rank, got in received.items():
-            frontier[rank] = frontier[rank] + got
-        start = stop
-    after_ptr, after_idx = dependency_rows(len(order), np.array(waiter, np.int64), np.array(waited, np.int64))
-    return Schedule(schedule.nprocs, src, dst, schedule.nbytes[order],
-                    np.repeat(np.arange(len(runs), dtype=np.int64), lengths), posted,
+    phase = np.repeat(np.arange(len(runs), dtype=np.int64), lengths)
+    waiter, waited = program_order(phase, posted, src, dst, len(order), compress=False)
+    after_ptr, after_idx = dependency_rows(len(order), waiter, waited)
+    return Schedule(schedule.nprocs, src, dst, schedule.nbytes[order], phase, posted,
                     tuple(name for name, _ in runs), schedule.name, schedule.unit, None,
                     schedule.combine[order], after_ptr, after_idx)
 
