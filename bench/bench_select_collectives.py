@@ -10,8 +10,10 @@ For each collective it runs, in this process, the command
 
 (``--quick``: ``--procs 2..128``) twice: as shipped (``price_sizes`` groups sizes by their scale unit
 and prices each group in one pass) and as a baseline in the same run, with ``price_sizes(sweep=False)``
-building and pricing every size on its own. The baseline still gets the compact (repeated) ring
-phases, so the ratio shows what the scale units alone buy; both runs must print the same selection.
+building and pricing every size on its own, so the ratio shows what the scale units alone buy; both
+runs must print the same selection. Every algorithm is a dependency schedule (rings are P (P - 1)
+transmissions); tau-Lop folds those that are symmetric under a shift of one node's ranks
+(commcost.models.symmetry) and runs large size sweeps on every core.
 """
 
 from __future__ import annotations
