@@ -1,8 +1,9 @@
 """What a rank waits for before it sends, as dependency edges (see :mod:`commcost.schedule.schedule`).
 
-The broadcast builders (:mod:`.ompi_bcast`, :mod:`.mpich_bcast`) record
-their transmissions with the :class:`~.recorder.Recorder` and state, with
-the helpers here, what each send waits for in the library's code. A rank
+The broadcast builders (:mod:`.ompi_bcast`, :mod:`.mpich_bcast`) and the
+generic tree reduce (:func:`.reduce.reduce_waits`) record their
+transmissions with the :class:`~.recorder.Recorder` and state, with the
+helpers here, what each send waits for in the library's code. A rank
 can only wait for its own operations, so every edge names a reception of
 the sender (receive-before-forward) or an earlier send of it (a blocking
 send returned, or a ``Waitall`` over posted sends). Every helper works on
