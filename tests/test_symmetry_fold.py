@@ -11,7 +11,6 @@ from commcost.collectives import Case, Collective, build, find
 from commcost.io.params_file import load_params
 from commcost.models import PlacedSchedule
 from commcost.models.reduction import ReductionLaw
-from commcost.models.symmetry import node_period, rank_shift_fold
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
 
@@ -35,10 +34,8 @@ def models() -> tuple[TauLop, TauLop]:
 
 
 def fold_of(placed: PlacedSchedule, receivers: bool = False):
-    s = placed.schedule
-    return rank_shift_fold(s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr,
-                           s.after_idx, s.nprocs, node_period(placed.mapping.node_of_rank), same=(s.combine,),
-                           receivers=receivers, min_transmissions=0)
+    """The fold tau-Lop uses, at any size."""
+    return models()[0]._fold(placed, receivers)
 
 
 RINGS = [(Collective.ALLGATHER, "ring"), (Collective.REDUCE_SCATTER, "ring"), (Collective.ALLREDUCE, "ring"),

@@ -30,7 +30,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
 from commcost.errors import InputError
-from commcost.schedule.program_order import pairs, program_order
+from commcost.schedule.program_order import pairs, program_order, runs
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 
 Range = tuple[int, int]
@@ -218,9 +218,7 @@ class Recorder:
             if q:  # each of this collective's sends waits for its sender's operations in the earlier ones
                 rank = np.concatenate([src[:a], dst[:a]])
                 op = np.concatenate([np.arange(a), np.arange(a)])
-                by_rank = np.argsort(rank, kind="stable")
-                first = np.searchsorted(rank[by_rank], src[a:b], side="left")
-                count = np.searchsorted(rank[by_rank], src[a:b], side="right") - first
+                by_rank, first, count = runs(rank, src[a:b])
                 i, j = pairs(np.arange(a, b), np.ones(b - a, np.int64), first, count)
                 waiter.append(i)
                 waited.append(op[by_rank[j]])

@@ -35,6 +35,7 @@ from commcost.collectives.segments import block_bounds, segment_bounds
 from commcost.collectives.trees import (Tree, build_chain, build_in_order_bintree, build_in_order_bmtree, build_tree,
                                         to_ranks)
 from commcost.collectives.waits import Waits
+from commcost.schedule.program_order import pairs, runs
 from commcost.schedule.schedule import SendMode
 
 SEQ = SendMode.SEQUENCE
@@ -43,11 +44,6 @@ SEQ = SendMode.SEQUENCE
 def floor_pof2(nprocs: int) -> int:
     """The largest power of two <= ``nprocs`` (Open MPI: ``opal_next_poweroftwo(p) >> 1``)."""
     return 1 << (nprocs.bit_length() - 1)
-
-
-def ceil_log2(nprocs: int) -> int:
-    """Number of doubling rounds that reach ``nprocs`` ranks: ceil(log2 p), 0 for p = 1."""
-    return (nprocs - 1).bit_length()
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,18 +108,6 @@ def reduce_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     senders = np.array([r for r in range(p - 1, -1, -1) if r != root], dtype=np.int64)
     if senders.size:
         rec.phase("to root", SEQ).sends(senders, np.full_like(senders, root), 0, n, combine=True)
-
-
-def in_order_binomial_senders(nprocs: int, bit: int) -> np.ndarray:
-    """Virtual ranks whose lowest set bit is ``2**bit``: the children that report to ``v - 2**bit``.
-
-    In Open MPI's in-order binomial tree
-    (``ompi_coll_base_topo_build_in_order_bmtree``, coll_base_topo.c) the
-    parent of virtual rank v > 0 is v with its lowest set bit cleared, and
-    the children of v are v+1, v+2, v+4, ... (below v's lowest set bit and
-    below P), listed in that order.
-    """
-    return np.arange(1 << bit, nprocs, 1 << (bit + 1), dtype=np.int64)
 
 
 @register(Collective.REDUCE, "ompi", "binomial",
@@ -229,15 +213,9 @@ def reduce_waits(waits: Waits, ids: np.ndarray, parent: np.ndarray, child: np.nd
     ids = np.asarray(ids, np.int64).reshape(nedges, nseg)
     if nseg > 1:
         waits(ids[:, 1:], ids[:, :-1])
-    by_parent = np.argsort(parent, kind="stable")
-    size = int(max(parent.max(), child.max())) + 1
-    first = np.searchsorted(parent[by_parent], np.arange(size), side="left")
-    count = np.searchsorted(parent[by_parent], np.arange(size), side="right") - first
-    kids = count[child]  # edges into each edge's sender
-    e = np.repeat(np.arange(nedges, dtype=np.int64), kids)
-    j = np.arange(len(e), dtype=np.int64) - np.repeat(np.cumsum(kids) - kids, kids)
-    f = by_parent[first[child[e]] + j]  # the k-th edge into child[e]
-    waits(ids[e], ids[f])
+    by_parent, first, kids = runs(parent, child)  # the edges into each edge's sender
+    e, at = pairs(np.arange(nedges, dtype=np.int64), np.ones(nedges, np.int64), first, kids)
+    waits(ids[e], ids[by_parent[at]])
 
 
 @register(Collective.REDUCE, "ompi", "chain",

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from commcost.schedule.program_order import EMPTY, pairs, runs
+
 if TYPE_CHECKING:
     from commcost.collectives.recorder import Recorder
-
-EMPTY = np.zeros(0, np.int64)
 
 
 class Waits:
@@ -107,17 +107,12 @@ def pipeline_waits(waits: Waits, ids: np.ndarray, src: np.ndarray, dst: np.ndarr
         later = seg >= 1
         if not later.any():
             return
-        sib = np.argsort(src, kind="stable")  # each sender's edges together, in send order
-        start = np.searchsorted(src[sib], src, side="left")
-        outdeg = np.searchsorted(src[sib], src, side="right") - start
+        sib, start, outdeg = runs(src, src)  # each sender's edges together, in send order
         e_l, k_l, id_l = edge[later], seg[later], ids[later]
-        count = outdeg[e_l]
-        waiter = np.repeat(id_l, count)
-        j = np.arange(len(waiter), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-        sibling = sib[np.repeat(start[e_l], count) + j]
-        k = np.repeat(k_l, count) - 1
+        i, at = pairs(np.arange(len(e_l), dtype=np.int64), np.ones(len(e_l), np.int64), start[e_l], outdeg[e_l])
+        sibling, k = sib[at], k_l[i] - 1
         has = k < nseg[sibling]  # a sibling whose part has fewer segments sent none of segment k - 1
-        waits(waiter[has], ids[first[sibling[has]] + k[has]])
+        waits(id_l[i[has]], ids[first[sibling[has]] + k[has]])
 
 
 class BlockingSteps:

@@ -33,6 +33,15 @@ def pairs(a_first: np.ndarray, a_count: np.ndarray, b_first: np.ndarray, b_count
     return a_first[k] + j // b_count[k], b_first[k] + j % b_count[k]
 
 
+def runs(key: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices grouped by ``key``: the (stable) order that puts equal keys together, and, for each value
+    of ``query``, where its run starts in that order and how long it is (0 where no key has it)."""
+    order = np.argsort(key, kind="stable")
+    grouped = np.asarray(key)[order]
+    first = np.searchsorted(grouped, query, side="left")
+    return order, first, np.searchsorted(grouped, query, side="right") - first
+
+
 def _last_and_largest(group: np.ndarray, peer: np.ndarray, ids: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     """Mask of the transmissions that are, within their (group, peer), the last in id order or the largest
     (the last of the largest)."""

@@ -120,25 +120,30 @@ class TauLop(Model):
         symmetric under a shift of ranks (:mod:`commcost.models.symmetry`; not when tracing pieces)."""
         s = placed.schedule
         service = self.reduction_service_s(s)
-        fold = None if trace else self._fold(placed)
-        if fold is not None:
-            keep = fold.keep
-            run = simulate_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], fold.src,
-                                        fold.dst, fold.nprocs, fold.after_ptr, fold.after_idx,
-                                        self.laws_for(placed), None if service is None else service[keep])
-            return DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
-        return simulate_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
-                                     s.after_ptr, s.after_idx, self.laws_for(placed), service, trace)
+        fold = None if trace else self._fold(placed, receivers=service is not None)
+        keep, *arrays = self._engine_view(placed, fold)
+        run = simulate_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
+                                    self.laws_for(placed), None if service is None else service[keep], trace)
+        return run if fold is None else DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
 
-    def _fold(self, placed: PlacedSchedule) -> Fold | None:
-        """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry."""
+    def _fold(self, placed: PlacedSchedule, receivers: bool) -> Fold | None:
+        """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry
+        (``receivers``: reductions queue at receivers)."""
         if not self.fold:
             return None
         s = placed.schedule
         return rank_shift_fold(s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr,
                                s.after_idx, s.nprocs, node_period(placed.mapping.node_of_rank), same=(s.combine,),
-                               receivers=self.reduction_service_s(s) is not None,
-                               min_transmissions=self.fold_from)
+                               receivers=receivers, min_transmissions=self.fold_from)
+
+    @staticmethod
+    def _engine_view(placed: PlacedSchedule, fold: Fold | None) -> tuple:
+        """What the engine runs: the transmissions kept (all, or the fold's representatives), then their
+        senders, receivers, the number of ranks and the waits."""
+        s = placed.schedule
+        if fold is None:
+            return slice(None), s.src, s.dst, s.nprocs, s.after_ptr, s.after_idx
+        return fold.keep, fold.src, fold.dst, fold.nprocs, fold.after_ptr, fold.after_idx
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         if placed.schedule.has_dependencies:
@@ -173,15 +178,11 @@ class TauLop(Model):
             service_of = None
             if self.reduction is not None and s.combine.any():
                 service_of = lambda f: self.reduction_service_s(s.scaled(f))  # noqa: E731
-            fold = self._fold(placed)
-            if fold is not None:
-                keep = fold.keep
-                folded = None if service_of is None else (lambda f: service_of(f)[keep])  # noqa: E731
-                return sweep_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], fold.src,
-                                          fold.dst, fold.nprocs, fold.after_ptr, fold.after_idx,
-                                          self.laws_for(placed), factors, folded)
-            return sweep_dependencies(placed.domain, placed.channel, s.nbytes, s.src, s.dst, s.nprocs,
-                                      s.after_ptr, s.after_idx, self.laws_for(placed), factors, service_of)
+            fold = self._fold(placed, receivers=service_of is not None)
+            keep, *arrays = self._engine_view(placed, fold)
+            kept_service = None if service_of is None else (lambda f: service_of(f)[keep])  # noqa: E731
+            return sweep_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
+                                      self.laws_for(placed), factors, kept_service)
         if not self.fast or (self.reduction is not None and s.combine.any()):
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
