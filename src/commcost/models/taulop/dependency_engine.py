@@ -39,8 +39,10 @@ blocking sends on one channel priced as one message of the summed size)
 belongs to the paper's algebra of phased schedules and is not applied
 here; a blocking send's successor starts when it has ended.
 
-The loop is compiled (:mod:`commcost.jit`): one event heap (piece ends and
-future releases), one heap of finishing marks per domain, O(E log E). Each
+The loop is compiled (:mod:`commcost.jit`): an indexed heap of the running
+pieces' ends (one entry per busy domain, moved in place when a join or an
+end changes the piece, so no stale events), a heap of future releases, one
+heap of finishing marks per domain and a table of T^c(0, tau); O(E log E). Each
 channel's law is passed as arrays (the compiled grids of
 :class:`~.params.TransmissionLaw`), evaluated as ``TransmissionLaw.time``
 does. :func:`sweep_dependencies` prices one schedule at several size factors
@@ -61,6 +63,7 @@ from commcost.models.taulop.params import TransmissionLaw
 
 TRACE_FIELDS = ("domain", "tau", "nbytes", "start_s", "end_s", "cut")
 PARALLEL_FROM = 500_000  # transmissions x factors from which a size sweep runs its factors on several cores
+FIXED_TABLE_MAX = 4096  # T^c(0, tau) is tabulated up to this tau, computed beyond
 
 
 class LawArrays(NamedTuple):
@@ -111,59 +114,59 @@ def law_arrays(laws: list[TransmissionLaw | None]) -> LawArrays:
 
 
 @njit
-def _inside(xs, ys, x):  # pragma: no cover - compiled
-    """A piecewise-linear grid at x, flat before the first size (x at most the last size)."""
-    n = len(xs)
-    if x <= xs[0]:
-        return ys[0]
-    if x >= xs[n - 1]:
-        return ys[n - 1]
-    lo, hi = 0, n - 1  # xs[lo] <= x < xs[hi]
+def _inside(xs, a, n, ys, r, x):  # pragma: no cover - compiled
+    """Row r of a piecewise-linear grid (sizes ``xs[a:a + n]``) at x, flat before the first size (x at most
+    the last size)."""
+    if x <= xs[a]:
+        return ys[r, 0]
+    if x >= xs[a + n - 1]:
+        return ys[r, n - 1]
+    lo, hi = 0, n - 1  # xs[a + lo] <= x < xs[a + hi]
     while hi - lo > 1:
         mid = (lo + hi) >> 1
-        if xs[mid] <= x:
+        if xs[a + mid] <= x:
             lo = mid
         else:
             hi = mid
-    return ys[lo] + (ys[hi] - ys[lo]) * (x - xs[lo]) / (xs[hi] - xs[lo])
+    return ys[r, lo] + (ys[r, hi] - ys[r, lo]) * (x - xs[a + lo]) / (xs[a + hi] - xs[a + lo])
 
 
 @njit
-def _at(xs, ys, slope, period, x):  # pragma: no cover - compiled
-    """A compiled grid at x: flat before the first size; past the last, along ``slope``, or in whole chunks
-    of ``period`` when it is > 0 (params._at)."""
-    n = len(xs)
-    if x > xs[n - 1]:
-        if period > 0.0:
-            chunks = np.floor(x / period)
-            rest = x - chunks * period
-            value = chunks * ys[n - 1]
+def _at(xs, a, n, ys, r, slope, period, x):  # pragma: no cover - compiled
+    """Row r of a compiled grid at x: flat before the first size; past the last, along ``slope[r]``, or in
+    whole chunks of ``period[r]`` when it is > 0 (params._at)."""
+    if x > xs[a + n - 1]:
+        chunk = period[r]
+        if chunk > 0.0:
+            chunks = np.floor(x / chunk)
+            rest = x - chunks * chunk
+            value = chunks * ys[r, n - 1]
             if rest > 0.0:
-                value += _inside(xs, ys, rest)
+                value += _inside(xs, a, n, ys, r, rest)
             return value
-        return ys[n - 1] + slope * (x - xs[n - 1])
-    return _inside(xs, ys, x)
+        return ys[r, n - 1] + slope[r] * (x - xs[a + n - 1])
+    return _inside(xs, a, n, ys, r, x)
 
 
 @njit
 def law_time(xs_all, xs_off, ys, row_off, slope, period, tau_sat, hold, c, nbytes,
              tau):  # pragma: no cover - compiled
-    """tau || T^c(m) for channel c, as ``TransmissionLaw.time``."""
-    xs = xs_all[xs_off[c]:xs_off[c + 1]]
-    width = len(xs)
+    """tau || T^c(m) for channel c, as ``TransmissionLaw.time`` (indices into the flat arrays, no views)."""
+    a = xs_off[c]
+    n = xs_off[c + 1] - a
     base = row_off[c]
     sat = tau_sat[c]
     if tau > sat:
         if hold[c]:
             tau = sat
         else:
-            o = _at(xs, ys[base + sat, :width], slope[base + sat], period[base + sat], nbytes)
-            s = _at(xs, ys[base + sat + 1, :width], slope[base + sat + 1], period[base + sat + 1], nbytes)
+            o = _at(xs_all, a, n, ys, base + sat, slope, period, nbytes)
+            s = _at(xs_all, a, n, ys, base + sat + 1, slope, period, nbytes)
             return o + tau * s
-    return _at(xs, ys[base + tau - 1, :width], slope[base + tau - 1], period[base + tau - 1], nbytes)
+    return _at(xs_all, a, n, ys, base + tau - 1, slope, period, nbytes)
 
 
-@njit
+@njit(inline=True)
 def _mark_push(key, ids, off, size, d, mark, j):  # pragma: no cover - compiled
     """Push (mark, j) on domain d's heap of finishing marks (a region of ``key``/``ids`` from ``off[d]``)."""
     base = off[d]
@@ -180,7 +183,7 @@ def _mark_push(key, ids, off, size, d, mark, j):  # pragma: no cover - compiled
         pos = parent
 
 
-@njit
+@njit(inline=True)
 def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
     base = off[d]
     j = ids[base]
@@ -205,6 +208,83 @@ def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
 
 
 @njit
+def _fixed_table(chan_of_dom, count, xs, xs_off, ys, row_off, slope, period, tau_sat,
+                 hold):  # pragma: no cover - compiled
+    """T^c(0, tau) for every channel c and tau = 0..(the largest domain's count, at most FIXED_TABLE_MAX)."""
+    nchan = len(xs_off) - 1
+    top = 1
+    for d in range(len(chan_of_dom)):
+        if count[d] > top:
+            top = count[d]
+    if top > FIXED_TABLE_MAX:
+        top = FIXED_TABLE_MAX
+    table = np.zeros((nchan, top + 1))
+    for c in range(nchan):
+        for t in range(1, top + 1):
+            table[c, t] = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, 0.0, t)
+    return table
+
+
+@njit(inline=True)
+def _dom_sift(hk, hd, pos, i):  # pragma: no cover - compiled
+    """Restore the (time, domain) heap around slot i after its key changed (up, then down)."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hk[parent] < hk[i] or (hk[parent] == hk[i] and hd[parent] <= hd[i]):
+            break
+        hk[parent], hk[i] = hk[i], hk[parent]
+        hd[parent], hd[i] = hd[i], hd[parent]
+        pos[hd[i]] = i
+        pos[hd[parent]] = parent
+        i = parent
+    size = pos[-1]
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        small = left
+        right = left + 1
+        if right < size and (hk[right] < hk[left] or (hk[right] == hk[left] and hd[right] < hd[left])):
+            small = right
+        if hk[i] < hk[small] or (hk[i] == hk[small] and hd[i] <= hd[small]):
+            break
+        hk[small], hk[i] = hk[i], hk[small]
+        hd[small], hd[i] = hd[i], hd[small]
+        pos[hd[i]] = i
+        pos[hd[small]] = small
+        i = small
+
+
+@njit(inline=True)
+def _dom_set(hk, hd, pos, d, key):  # pragma: no cover - compiled
+    """Domain d's running piece ends at ``key`` (insert, or move its entry). ``pos[-1]`` is the heap size."""
+    i = pos[d]
+    if i < 0:
+        i = pos[-1]
+        pos[-1] = i + 1
+        hd[i] = d
+        pos[d] = i
+    hk[i] = key
+    _dom_sift(hk, hd, pos, i)
+
+
+@njit(inline=True)
+def _dom_remove(hk, hd, pos, d):  # pragma: no cover - compiled
+    """Domain d has no running piece: take its entry out of the heap."""
+    i = pos[d]
+    if i < 0:
+        return
+    last = pos[-1] - 1
+    pos[-1] = last
+    pos[d] = -1
+    if i != last:
+        hk[i] = hk[last]
+        hd[i] = hd[last]
+        pos[hd[i]] = i
+        _dom_sift(hk, hd, pos, i)
+
+
+@njit
 def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, nprocs,
               xs, xs_off, ys, row_off, slope, period, tau_sat, hold, trace):  # pragma: no cover - compiled
     n = len(dom)
@@ -223,7 +303,6 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
     dur = np.zeros(ndom)
     tend = np.zeros(ndom)
     fixed = np.zeros(ndom)  # T(0, tau) of the running piece: what each job ending in it pays once
-    version = np.zeros(ndom, np.int64)
     # finishing marks, one heap per domain
     count = np.zeros(ndom, np.int64)
     for i in range(n):
@@ -234,12 +313,17 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
     mkey = np.empty(n)
     mid = np.empty(n, np.int64)
     msize = np.zeros(ndom, np.int64)
-    # events: piece ends (id = domain, with the version it was scheduled at) and releases (id = ndom + job)
-    cap = 4 * n + 4
-    ekey = np.empty(cap)
-    eid = np.empty(cap, np.int64)
-    ever = np.empty(cap, np.int64)
-    esize = 0
+    fixed_of = _fixed_table(chan_of_dom, count, xs, xs_off, ys, row_off, slope, period, tau_sat, hold)
+    top_tau = fixed_of.shape[1] - 1
+    # events: the running pieces' ends (one entry per busy domain, moved when the piece changes) and
+    # future releases (time, job)
+    hk = np.empty(ndom)
+    hd = np.empty(ndom, np.int64)
+    pos = np.full(ndom + 1, -1, np.int64)
+    pos[-1] = 0
+    rkey = np.empty(n + 1)
+    rid = np.empty(n + 1, np.int64)
+    rsize = 0
     recv_free = np.zeros(nprocs)
     ready = np.empty(n, np.int64)  # jobs starting now
     nready = 0
@@ -293,10 +377,9 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                             tr_cut[ntr] = False
                             ntr += 1
                         B0[d] = B0[d] + dB[d]
-                        nready, esize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, end, done, service,
-                                                dst, src,
-                                                recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready,
-                                                ekey, eid, ever, esize, ndom)
+                        nready, rsize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, end, done, service,
+                                                dst, src, recv_free, succ_ptr, succ_idx, ready_at, pending, ready,
+                                                nready, rkey, rid, rsize)
                 t0[d] = t
             mark = B0[d] + nbytes[j]
             _mark_push(mkey, mid, off, msize, d, mark, j)
@@ -312,38 +395,22 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                 delta = 0.0
             dB[d] = delta
             c = chan_of_dom[d]
-            fixed[d] = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, 0.0, tau[d])
+            if tau[d] <= top_tau:
+                fixed[d] = fixed_of[c, tau[d]]
+            else:
+                fixed[d] = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, 0.0, tau[d])
             span = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, delta, tau[d]) - fixed[d]
             if span < 0.0:
                 span = 0.0
             dur[d] = span
             tend[d] = t + span
-            version[d] += 1
-            ekey[esize] = tend[d]
-            eid[esize] = d
-            ever[esize] = version[d]
-            esize = _event_push(ekey, eid, ever, esize)
+            _dom_set(hk, hd, pos, d, tend[d])
         ntouched = 0
-        # the next event that still holds
-        found = False
-        while esize > 0:
-            tt, ident, ver, esize = _event_pop(ekey, eid, ever, esize)
-            if ident >= ndom:
-                t = tt
-                ready[nready] = ident - ndom
-                nready += 1
-                found = True
-                # take every release at the same time
-                while esize > 0 and ekey[0] == t and eid[0] >= ndom:
-                    tt, ident, ver, esize = _event_pop(ekey, eid, ever, esize)
-                    ready[nready] = ident - ndom
-                    nready += 1
-                break
-            if ver != version[ident]:
-                continue
-            t = tt
-            d = ident
-            found = True
+        # the next event: a piece end (first at equal times, by domain), else every release due then
+        if pos[-1] > 0 and (rsize == 0 or hk[0] <= rkey[0]):
+            d = hd[0]
+            t = hk[0]
+            _dom_remove(hk, hd, pos, d)
             B = B0[d] + dB[d]
             if trace:
                 tr_dom[ntr] = d
@@ -353,29 +420,32 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
                 tr_end[ntr] = t
                 tr_cut[ntr] = False
                 ntr += 1
-            nready, esize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free,
-                                    succ_ptr, succ_idx, ready_at, pending, ready, nready, ekey, eid, ever, esize, ndom)
+            nready, rsize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, end, done, service, dst, src,
+                                    recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize)
             B0[d] = B
             t0[d] = t
             if tau[d] > 0:
                 touched[d] = True
                 touched_list[ntouched] = d
                 ntouched += 1
-            else:
-                version[d] += 1
+        elif rsize > 0:
+            t = rkey[0]
+            while rsize > 0 and rkey[0] == t:
+                ready[nready] = rid[0]
+                nready += 1
+                _, _, rsize = _heap_pop(rkey, rid, rsize)
+        else:
             break
-        if not found:
-            break
-        # other domains' pieces ending at this same time are taken by the next turns (their events hold t)
+        # other domains' pieces ending at this same time are taken by the next turns
     return done, end, tr_dom[:ntr], tr_tau[:ntr], tr_bytes[:ntr], tr_start[:ntr], tr_end[:ntr], tr_cut[:ntr]
 
 
-@njit
+@njit(inline=True)
 def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free, succ_ptr,
-            succ_idx, ready_at, pending, ready, nready, ekey, eid, ever, esize, ndom):  # pragma: no cover - compiled
+            succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize):  # pragma: no cover - compiled
     """Domain d's counter reached B at t: the jobs whose mark it passed have moved their bytes and end
     ``fixed`` (T(0, tau) at the concurrency they ended in) later; release what waited for them (then, or
-    after a reduction). Returns the new (nready, esize)."""
+    after a reduction). Returns the new (nready, rsize)."""
     limit = B + 1e-12 * B + 1e-9
     t_end = t + fixed
     while msize[d] > 0 and mkey[off[d]] <= limit:
@@ -402,49 +472,8 @@ def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst,
                     ready[nready] = w
                     nready += 1
                 else:
-                    ekey[esize] = ready_at[w]
-                    eid[esize] = ndom + w
-                    ever[esize] = 0
-                    esize = _event_push(ekey, eid, ever, esize)
-    return nready, esize
-
-
-@njit
-def _event_push(key, ids, ver, size):  # pragma: no cover - compiled
-    """Sift up the entry just written at ``size`` of the (time, id) event heap; returns the new size."""
-    pos = size
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if key[parent] < key[pos] or (key[parent] == key[pos] and ids[parent] <= ids[pos]):
-            break
-        key[parent], key[pos] = key[pos], key[parent]
-        ids[parent], ids[pos] = ids[pos], ids[parent]
-        ver[parent], ver[pos] = ver[pos], ver[parent]
-        pos = parent
-    return size + 1
-
-
-@njit
-def _event_pop(key, ids, ver, size):  # pragma: no cover - compiled
-    t, i, v = key[0], ids[0], ver[0]
-    size -= 1
-    key[0], ids[0], ver[0] = key[size], ids[size], ver[size]
-    pos = 0
-    while True:
-        left = 2 * pos + 1
-        if left >= size:
-            break
-        small = left
-        right = left + 1
-        if right < size and (key[right] < key[left] or (key[right] == key[left] and ids[right] < ids[left])):
-            small = right
-        if key[pos] < key[small] or (key[pos] == key[small] and ids[pos] <= ids[small]):
-            break
-        key[small], key[pos] = key[pos], key[small]
-        ids[small], ids[pos] = ids[pos], ids[small]
-        ver[small], ver[pos] = ver[pos], ver[small]
-        pos = small
-    return t, i, v, size
+                    rsize = _heap_push(rkey, rid, rsize, ready_at[w], w)
+    return nready, rsize
 
 
 class DependencyRun(NamedTuple):
