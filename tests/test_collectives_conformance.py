@@ -24,7 +24,7 @@ def small_params(algorithm) -> dict[str, int]:
 
 def test_the_registry_is_complete():
     names = {(a.collective.value, a.key) for a in ALL}
-    ompi_bcast = {a.id for a in ALL if a.collective.value == "bcast" and a.library == "ompi"}
+    ompi_bcast = {a.id for a in ALL if a.collective.value == "bcast" and a.library == "ompi" and a.id is not None}
     assert ompi_bcast == set(range(1, 10))
     assert {c for c, _ in names} == {"bcast", "scatter", "gather", "allgather", "reduce", "allreduce", "alltoall",
                                      "reduce_scatter"}

@@ -8,7 +8,7 @@ import pytest
 from commcost.collectives import Collective, build, Case
 from commcost.errors import InputError
 from commcost.selection import ompi_fixed as of
-from commcost.selection import ompi_fixed_tables as tables
+from commcost.collectives import ompi_fixed_tables as tables
 from collective_helpers import ompi_info_algorithms
 
 # (P, n, id), worked by hand from ompi_coll_tuned_bcast_intra_dec_fixed: both sides of every size

@@ -199,15 +199,19 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price, result):
-    """Open MPI's fixed decision at every point (None where commcost has no schedule of its pick) and its
-    predicted time by the same pricer (``[p, m]``, inf where unpriced); ([], None) for other libraries."""
+    """Open MPI's default at every point (None where commcost has no schedule of its pick) and its
+    predicted time by the same pricer (``[p, m]``, inf where unpriced); ([], None) for other libraries.
+
+    The default is coll/han where commcost models han's collective (its schedule is tuned's fixed decision
+    where han steps aside: one node, one rank per node, unequal nodes), else tuned's fixed decision."""
     import numpy as np
 
     from commcost.selection.ompi_fixed import as_choice, decide
 
     if args.library != "ompi":
         return [], None
-    picks = [[as_choice(decide(collective, p, m)) for m in sizes] for p in procs]
+    han = han_default(collective)
+    picks = [[han or as_choice(decide(collective, p, m)) for m in sizes] for p in procs]
     times = np.full((len(procs), len(sizes)), np.inf)
     for i, nprocs in enumerate(procs):
         for choice in {c for c in picks[i] if c is not None}:
@@ -219,6 +223,19 @@ def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price
                 if picks[i][j] == choice:
                     times[i, j] = row[j]
     return picks, times
+
+
+def han_default(collective):
+    """Open MPI 5's coll/han with its defaults as a Choice, where commcost models han's ``collective``."""
+    from commcost.collectives import find
+    from commcost.errors import InputError
+    from commcost.selection.decision import Choice
+
+    try:
+        algorithm = find(collective, "ompi.han")
+    except InputError:
+        return None
+    return Choice(algorithm, algorithm.resolve_params())
 
 
 def _predicted_penalty(default_s, result) -> dict:

@@ -29,6 +29,7 @@ from commcost.cli.main import command, main
 from commcost.errors import InputError
 
 NETWORK_CHANNELS = ("ib", "tcp", "net")
+CONVERGED_FLOOR = 0.8  # under this share of converged points tune warns (and with --strict writes nothing)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -45,6 +46,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--segsizes", default="0,8KiB,32KiB,128KiB", help="segment sizes to try (decision variable)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
+    p.add_argument("--strict", action="store_true",
+                   help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -105,6 +108,14 @@ def _tune(args: argparse.Namespace) -> int:
         raise InputError(f"the calibration fitted {model} for channels {channels}; expected shm and one of "
                          f"{list(NETWORK_CHANNELS)}", source=str(params_path))
 
+    share = params.meta.get("converged_share")
+    if isinstance(share, (int, float)) and share < CONVERGED_FLOOR:
+        why = (f"only {share:.0%} of the measured points converged (95% CI within 2.5%; expected at least "
+               f"{CONVERGED_FLOOR:.0%}): the machine was busy or the budget short")
+        if args.strict:
+            raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where="converged_share")
+        print(f"  warning: {why}; the rules below rest on noisy measurements", flush=True)
+
     # 2. the platform of the rules
     platform_path = args.out / "platform.toml"
     platform_path.write_text(platform_text(args.ppn, max(2, math.ceil(procs[-1] / args.ppn)), network))
@@ -124,12 +135,19 @@ def _tune(args: argparse.Namespace) -> int:
             if library == "ompi":
                 reports.append(text)
     written = []
+    provenance = provenance_lines(params, params_path, model, args.ppn)
+    conf = None
     if ompi:
+        from commcost.io.han_rules import env_lines, mca_params_text, write_han_rules
         from commcost.io.ompi_rules import write_ompi_rules
 
         for fmt, name in (("classic", "ompi-rules.conf"), ("json", "ompi-rules.json")):
-            write_ompi_rules(ompi, args.out / name, fmt)
+            write_ompi_rules(ompi, args.out / name, fmt, provenance)
             written.append(args.out / name)
+        write_han_rules(ompi, args.out / "han-rules.conf", provenance)
+        conf = mca_params_text(args.out / "ompi-rules.conf", args.out / "han-rules.conf", provenance)
+        (args.out / "mca-params.conf").write_text(conf)
+        written += [args.out / "han-rules.conf", args.out / "mca-params.conf"]
     if mpich:
         from commcost.io.mpich_json import write_mpich_json
 
@@ -144,12 +162,32 @@ def _tune(args: argparse.Namespace) -> int:
         print(text + "\n")
     for path in written:
         print(f"  wrote {path}")
-    if ompi:
-        print(f"\n  use: mpirun --mca coll_tuned_use_dynamic_rules 1 "
-              f"--mca coll_tuned_dynamic_rules_filename {args.out / 'ompi-rules.conf'} ...")
+    if conf is not None:
+        conf_path = (args.out / "mca-params.conf").resolve()
+        print("\n  deploy (Open MPI 5: coll/han decides on several nodes, so both rules files are needed):")
+        print(f"    one user:   cp {conf_path} ~/.openmpi/mca-params.conf")
+        print(f"    one job:    export OMPI_MCA_mca_base_param_files={conf_path}   (mpirun, or srun with PMIx)")
+        print("    or these variables (sbatch scripts too):")
+        for line in env_lines(conf):
+            print(f"      {line}")
     if mpich:
         print(f"       MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={args.out / 'mpich-coll.json'} mpiexec ...")
     return 0
+
+
+def provenance_lines(params, params_path: Path, model: str, ppn: int) -> list[str]:
+    """Where a rules file comes from: commcost's version, the calibrated hosts and MPI, the date, ranks per
+    node, the model and the parameter file with its share of converged points."""
+    from commcost import __version__
+
+    meta = params.meta
+    hosts = ", ".join(meta.get("host") or [meta.get("machine", "?")])
+    mpi = ", ".join(meta.get("mpi") or ["?"])
+    share = meta.get("converged_share")
+    converged = f"{share:.0%} of {meta.get('points', '?')} points converged" if isinstance(share, (int, float)) else "?"
+    return [f"commcost {__version__}, written {time.strftime('%Y-%m-%dT%H:%M:%S%z')}",
+            f"calibrated on {hosts} at {meta.get('date', '?')} with {mpi}",
+            f"{ppn} ranks per node; model {model}; parameters {params_path.resolve()} ({converged})"]
 
 
 def _select_one(args, collective, library: str, model: str, params_path: Path, platform_path: Path,

@@ -5,6 +5,7 @@ from commcost.collectives import (  # noqa: F401  (imported for their registrati
     alltoall,
     mpich_bcast,
     ompi_bcast,
+    ompi_han,
     reduce,
     reduce_scatter,
     scatter_gather,

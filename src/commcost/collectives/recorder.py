@@ -177,6 +177,38 @@ class Recorder:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))
         return base + np.arange(len(src), dtype=np.int64)
 
+    def embed(self, part: CollectiveSchedule, ranks: np.ndarray, offset: Any = 0, label: str = "") -> np.ndarray:
+        """Record another collective's schedule as run by ``ranks`` (its rank i is ``ranks[i]`` here) on
+        the bytes from ``offset`` of this collective's buffer: its transmissions, its phases (named
+        ``label`` + its names) and its waits, as explicit dependencies (a sub-communicator's collective
+        inside a hierarchical one). ``ranks`` may be a matrix: one copy per row, all in the same phases,
+        ``offset`` then a scalar or one per row. Returns the ids its transmissions get here, copy by copy
+        in its order (a matrix like ``ranks``' rows)."""
+        s = part.schedule
+        ranks = np.atleast_2d(np.asarray(ranks, np.int64))
+        copies, n = len(ranks), s.ntransmissions
+        self.dependencies()
+        self._flush()
+        if not n or not copies:
+            return np.zeros((copies, 0), np.int64)
+        first = len(self._names)
+        starts = np.searchsorted(s.phase, np.arange(s.nphases))
+        self._names += [f"{label}{name}" for name in s.phase_names]
+        self._posted += np.asarray(s.posted, bool)[np.minimum(starts, n - 1)].tolist()
+        base = self._count
+        self._append(ranks[:, s.src].ravel(), ranks[:, s.dst].ravel(), np.tile(np.asarray(s.nbytes, np.float64), copies),
+                     np.tile(np.asarray(part.combine, bool), copies), phase=np.tile(first + np.asarray(s.phase, np.int64), copies))
+        if self.data:
+            if part.payload is None:
+                raise ValueError("embedding in a data build needs a part built with data=True")
+            for shift in np.broadcast_to(np.asarray(offset, np.int64), (copies,)).tolist():
+                self._payload.extend(tuple((a + shift, b + shift) for a, b in spans) for spans in part.payload)
+        ids = base + np.arange(copies * n, dtype=np.int64).reshape(copies, n)
+        if s.after_ptr is not None:
+            waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(s.after_ptr))
+            self.wait(ids[:, waiter], ids[:, np.asarray(s.after_idx, np.int64)])
+        return ids
+
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
                 phase: np.ndarray | None = None) -> None:
         self._count += len(src)

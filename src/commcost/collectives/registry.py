@@ -111,7 +111,9 @@ def algorithms(collective: Collective | None = None) -> list[Algorithm]:
     """Registered algorithms (of one collective), Open MPI by id first, then by library and name."""
     chosen = [a for (c, _), a in ALGORITHMS.items() if collective is None or c is collective]
     order = {lib: i for i, lib in enumerate(LIBRARIES)}
-    return sorted(chosen, key=lambda a: (a.collective.value, order[a.library], a.id or 0, a.name))
+    # Open MPI's coll/tuned ids first, then its other components' algorithms (coll/han: no id), so a tie in a
+    # selection goes to a tuned algorithm
+    return sorted(chosen, key=lambda a: (a.collective.value, order[a.library], a.id is None, a.id or 0, a.name))
 
 
 def find(collective: Collective, name: str) -> Algorithm:

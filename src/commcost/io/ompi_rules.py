@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterable
 
 from commcost.collectives import Collective
+from commcost.collectives.ompi_han import HAN_ALGORITHMS
 from commcost.errors import InputError
 from commcost.io.rule_bands import Band, Step, bands, scaled
 from commcost.selection.decision import Choice, Selection
@@ -131,6 +132,11 @@ class OmpiRules:
         return self.decide(collective.value, nprocs, nbytes * factor)
 
 
+def _is_han(choice: Choice) -> bool:
+    """Whether ``choice`` is one of coll/han's algorithms (written to han's rules file, not tuned's)."""
+    return choice.algorithm.library == "ompi" and choice.algorithm.name in HAN_ALGORITHMS
+
+
 def rule_fields(choice: Choice, collective: Collective) -> tuple[int, int, int, int | None]:
     """``(algorithm id, faninout, segsize, max_requests)`` of a rule running ``choice``.
 
@@ -154,7 +160,7 @@ def rule_fields(choice: Choice, collective: Collective) -> tuple[int, int, int, 
 
 
 def _rule(step: Step, collective: Collective) -> OmpiRule:
-    if step.choice is None:
+    if step.choice is None or _is_han(step.choice):  # coll/han's calls: tuned's fixed decision where it is asked
         return OmpiRule(step.nbytes_lo, step.nbytes_hi, 0)
     alg, faninout, segsize, max_requests = rule_fields(step.choice, collective)
     return OmpiRule(step.nbytes_lo, step.nbytes_hi, alg, faninout, segsize, max_requests)
@@ -190,9 +196,10 @@ def rules_from(selections: Iterable[Selection]) -> OmpiRules:
     return OmpiRules("classic", collectives)
 
 
-def _classic_text(rules: OmpiRules, sources: list[str]) -> str:
+def _classic_text(rules: OmpiRules, sources: list[str], provenance: Iterable[str] = ()) -> str:
     lines = ["rule-file-version-2",  # must be the file's first bytes: Open MPI fscanf()s it before anything else
              "# Open MPI coll/tuned dynamic rules, written by commcost"]
+    lines += [f"# {line}" for line in provenance]
     lines += [f"# from: {source}" for source in sources if source]
     lines += [f"{len(rules.collectives)}  # collectives"]
     for name, blocks in rules.collectives.items():
@@ -241,11 +248,13 @@ def _json_text(rules: OmpiRules) -> str:
     return json.dumps({"rule_file_version": 3, "module": "tuned", "collectives": collectives}, indent=2) + "\n"
 
 
-def write_ompi_rules(selections: Iterable[Selection], path: str | Path, format: str = "classic") -> OmpiRules:
+def write_ompi_rules(selections: Iterable[Selection], path: str | Path, format: str = "classic",
+                     provenance: Iterable[str] = ()) -> OmpiRules:
     """Write ``selections`` (Open MPI algorithms, one per collective) as a coll/tuned rules file.
 
     ``format``: ``classic`` (Open MPI 5.0.x and later) or ``json`` (Open
-    MPI 6.0 and later only). Returns the rules written, for inspection.
+    MPI 6.0 and later only). ``provenance``: comment lines after the
+    version line (classic only). Returns the rules written, for inspection.
     """
     selections = list(selections)
     if format not in ("classic", "json"):
@@ -255,5 +264,5 @@ def write_ompi_rules(selections: Iterable[Selection], path: str | Path, format: 
         rules = as_json_rules(rules)
         Path(path).write_text(_json_text(rules))
     else:
-        Path(path).write_text(_classic_text(rules, [s.source for s in selections]))
+        Path(path).write_text(_classic_text(rules, [s.source for s in selections], provenance))
     return rules

@@ -1,0 +1,241 @@
+"""Open MPI 5.0's coll/han: hierarchical collectives over node sub-communicators, as schedules.
+
+On a communicator that spans several nodes Open MPI 5.0.x runs coll/han,
+not coll/tuned: han's priority is 35, tuned's 30 (``coll_han_priority``,
+``coll_han_component.c``), and han's selector
+(``coll_han_<coll>_dynamic_global_communicator_module``, default 6 = han)
+keeps the call. han splits the communicator into a *low* one per node
+(``MPI_COMM_TYPE_SHARED``) and *up* ones joining the ranks of equal local
+rank across nodes (``coll_han_subcomms.c``), and runs other components'
+collectives on them. Read from ``ompi/mca/coll/han/`` at v5.0.10 (the
+v5.0.x branch differs only in reference counting).
+
+Broadcast, ``mca_coll_han_bcast_intra`` (the default: ``coll_han_use_simple_bcast``
+false), for a message cut into segments of ``coll_han_bcast_segsize`` bytes
+(default 65536, ``COLL_BASE_COMPUTED_SEGCOUNT``):
+
+* the *leaders* are the ranks whose local rank is the root's (one per node);
+* t0: the leaders run a blocking bcast of segment 0 from the root's node on
+  their up communicator; that call is coll/tuned's (the up communicator
+  prefers libnbc, which has no blocking bcast), its fixed decision on
+  (nodes, segment bytes);
+* then for each segment i: a leader posts libnbc's ibcast of segment i + 1
+  (linear on up to 4 nodes, else libnbc's binomial tree), every rank runs
+  the blocking low bcast of segment i from the leader (tuned's fixed
+  decision on (ranks per node, segment bytes)), and the leader waits for the
+  ibcast. So up(i + 1) overlaps low(i).
+
+``mca_coll_han_bcast_intra_simple`` (``coll_han_use_simple_bcast`` or
+algorithm ``simple``): a blocking up bcast of the whole message, then the
+low bcast, both tuned's fixed decision.
+
+han steps aside, and tuned's fixed decision runs on the whole
+communicator, when all ranks share one node, when no node holds two ranks
+(``coll_han_subcomms.c``: the module becomes pass-through), and, for bcast
+and reduce, when nodes hold different numbers of ranks
+(``are_ppn_imbalanced``).
+
+What commcost assumes: ranks are placed on nodes in blocks of ``ppn``
+(Open MPI's default ``--map-by core``/``slot``: han's sub-communicators are
+the same for any placement, but these schedules name node k's ranks
+``k ppn .. k ppn + ppn - 1``); the libraries' tunables keep their defaults;
+libnbc's nonblocking calls progress while the rank is inside the blocking
+low call (they do: its progress engine runs there). The schedules are
+dependency schedules: a rank's part in a sub-collective starts once its
+operations in the calls its program completes before have completed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from commcost.collectives.case import Case, Collective, Param
+from commcost.collectives.ompi_fixed import decide, registered
+from commcost.collectives.recorder import Recorder
+from commcost.collectives.registry import Algorithm, build, find, register
+from commcost.collectives.segments import segment_bounds
+from commcost.errors import InputError
+from commcost.schedule.program_order import pairs, runs
+from commcost.schedule.schedule import SendMode
+
+HAN_SEGSIZE = 65536  # coll_han_bcast_segsize, coll_han_reduce_segsize, coll_han_allreduce_segsize defaults
+# han's own algorithms in commcost's registry -> their names in han's rules files (coll_han_algorithms.c)
+HAN_ALGORITHMS = {"han": "intra", "han_simple": "simple"}
+LIBNBC_LINEAR_UP_TO = 4  # nbc_ibcast.c: p <= 4 linear, else binomial (coll_libnbc_ibcast_algorithm 0)
+
+PPN = Param("ppn", 0, "ranks per node, nodes filled in blocks (0: one node); han needs 2 or more nodes", 0)
+SEGSIZE = Param("segsize", HAN_SEGSIZE, "coll_han_bcast_segsize: bytes per segment (0: none)", 0)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A sub-collective recorded inside a han collective: the ids of its transmissions and their ranks."""
+
+    ids: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+    @staticmethod
+    def join(parts: Sequence["Part"]) -> "Part":
+        """Several parts as one (e.g. every node's low bcast of one segment)."""
+        return Part(*(np.concatenate([getattr(p, f) for p in parts] or [np.zeros(0, np.int64)])
+                      for f in ("ids", "src", "dst")))
+
+
+def nodes_of(nprocs: int, ppn: int) -> int | None:
+    """The number of nodes han works over, or None where it steps aside (one node, one rank per node, or
+    nodes of unequal size)."""
+    if ppn < 2 or nprocs <= ppn or nprocs % ppn:
+        return None
+    return nprocs // ppn
+
+
+def placement_ppn(node_of_rank: np.ndarray) -> int | None:
+    """The ``ppn`` parameter of han's schedules for a placement: the size of the first node's block when
+    nodes hold consecutive ranks (0 when one node holds them all), None for any other placement (han runs
+    there too, but these schedules name nodes by blocks)."""
+    node = np.asarray(node_of_rank, np.int64)
+    if len(node) == 0 or np.all(node == node[0]):
+        return 0
+    change = np.flatnonzero(node[1:] != node[:-1]) + 1
+    if len(np.unique(node[np.r_[0, change]])) != len(change) + 1:  # a node's ranks are not consecutive
+        return None
+    return int(change[0])
+
+
+def tuned_fixed(collective: Collective, nprocs: int, nbytes: int) -> tuple[Algorithm, dict[str, int]]:
+    """The coll/tuned algorithm (and its arguments) Open MPI's fixed decision runs for this call."""
+    decision = decide(collective, nprocs, nbytes)
+    algorithm = registered(decision)
+    if algorithm is None:
+        raise InputError(f"Open MPI's fixed decision for {collective.value} on {nprocs} ranks, {nbytes} bytes is "
+                         f"{decision.name} (id {decision.id}), which commcost does not model")
+    known = {p.name for p in algorithm.params}
+    return algorithm, {k: v for k, v in decision.params.items() if k in known}
+
+
+def run(rec: Recorder, algorithm: Algorithm, params: Mapping[str, int], collective: Collective,
+        ranks: np.ndarray, nbytes: int, root: int = 0, offset: int | np.ndarray = 0, label: str = "") -> Part:
+    """``algorithm`` on the sub-communicator(s) ``ranks`` (one per row), ``nbytes`` from ``offset`` of the
+    buffer, rooted at sub-rank ``root``; recorded in ``rec``."""
+    ranks = np.atleast_2d(np.asarray(ranks, np.int64))
+    schedule = build(algorithm, Case(collective, ranks.shape[1], nbytes, root), params, data=rec.data)
+    ids = rec.embed(schedule, ranks, offset, label)
+    s = schedule.schedule
+    return Part(ids.ravel(), ranks[:, s.src].ravel(), ranks[:, s.dst].ravel())
+
+
+def after(rec: Recorder, part: Part, before: Sequence[Part | None]) -> None:
+    """Every send of ``part`` by rank r waits for every transmission r sent or received in ``before``:
+    r enters ``part``'s call once those calls have completed for it (blocking calls, or a Wait)."""
+    done = [p for p in before if p is not None and len(p.ids)]
+    if not done or not len(part.ids):
+        return
+    rank = np.concatenate([p.src for p in done] + [p.dst for p in done])
+    op = np.concatenate([p.ids for p in done] * 2)
+    by_rank, first, count = runs(rank, part.src)
+    i, j = pairs(part.ids, np.ones(len(part.ids), np.int64), first, count)
+    rec.wait(i, op[by_rank[j]])
+
+
+# ------------------------------------------------------------------------------------------- libnbc
+
+def _libnbc_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """libnbc's binomial ibcast (``bcast_sched_binomial``, nbc_ibcast.c): virtual rank v > 0 receives from
+    v minus its highest bit and then posts its sends to v + 2^r for every 2^r above v's highest bit, in
+    increasing r; the root posts to 1, 2, 4, ... at once. A send waits for its sender's reception."""
+    p = case.nprocs
+    v = np.arange(1, p, dtype=np.int64)
+    parent = v - (1 << (np.floor(np.log2(v)).astype(np.int64)))
+    real = (np.arange(p, dtype=np.int64) + case.root) % p
+    rec.dependencies()
+    rec.phase("libnbc binomial", SendMode.POSTED)
+    order = np.lexsort((v, parent))  # each sender's sends together, in increasing distance
+    ids = np.empty(len(v), np.int64)
+    ids[order] = rec.sends(real[parent[order]], real[v[order]], 0, case.nbytes)
+    recv_of = np.full(p, -1, np.int64)
+    recv_of[v] = ids
+    rec.wait(ids, recv_of[parent])
+
+
+LIBNBC_BINOMIAL = Algorithm(Collective.BCAST, "ompi", "libnbc_binomial", _libnbc_binomial,
+                            "libnbc's binomial ibcast (han's up level)")
+
+
+def libnbc_ibcast(nnodes: int) -> Algorithm:
+    """The algorithm libnbc's ibcast runs on ``nnodes`` ranks with its defaults (nbc_ibcast.c: linear up to
+    4 ranks, else binomial; its linear is the root's isends to every rank in order, as tuned's basic_linear)."""
+    return find(Collective.BCAST, "basic_linear") if nnodes <= LIBNBC_LINEAR_UP_TO else LIBNBC_BINOMIAL
+
+
+# -------------------------------------------------------------------------------------------- bcast
+
+@dataclass(frozen=True)
+class Levels:
+    """han's view of a communicator: ``nodes`` (one row of ranks per node), the ``leaders`` (the ranks whose
+    local rank is the root's), the root's node and its local rank."""
+
+    nodes: np.ndarray
+    leaders: np.ndarray
+    root_node: int
+    root_low: int
+
+
+def levels(rec: Recorder, case: Case, ppn: int) -> Levels | None:
+    """The levels han splits ``case``'s communicator into; None, with tuned's fixed decision on the whole
+    communicator recorded, where han steps aside (:func:`nodes_of`)."""
+    nnodes = nodes_of(case.nprocs, ppn)
+    if nnodes is None:
+        algorithm, params = tuned_fixed(case.collective, case.nprocs, case.nbytes)
+        run(rec, algorithm, params, case.collective, np.arange(case.nprocs), case.nbytes, case.root)
+        return None
+    nodes = np.arange(case.nprocs, dtype=np.int64).reshape(nnodes, ppn)
+    root_node, root_low = divmod(case.root, ppn)
+    return Levels(nodes, nodes[:, root_low], root_node, root_low)
+
+
+@register(Collective.BCAST, "ompi", "han",
+          "coll/han (Open MPI 5 default on several nodes): segments up by tuned then libnbc, down by tuned",
+          params=(SEGSIZE, PPN))
+def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``mca_coll_han_bcast_intra`` (module docstring): up bcast of segment 0 (tuned, blocking); then per
+    segment i the ibcast of i + 1 (libnbc) overlapping the low bcast of i (tuned)."""
+    lv = levels(rec, case, params["ppn"])
+    if lv is None:
+        return
+    nnodes, ppn = lv.nodes.shape
+    bounds = segment_bounds(case.nbytes, params["segsize"])
+    nseg = len(bounds) - 1
+    size = np.diff(bounds)
+    up = [run(rec, *tuned_fixed(Collective.BCAST, nnodes, int(size[0])), Collective.BCAST, lv.leaders,
+              int(size[0]), lv.root_node, 0, "up 0: ")]
+    low: list[Part] = []
+    for i in range(nseg):
+        before = [up[i], low[i - 1] if i else None]
+        if i + 1 < nseg:
+            up.append(run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, lv.leaders, int(size[i + 1]),
+                          lv.root_node, int(bounds[i + 1]), f"up {i + 1}: "))
+            after(rec, up[i + 1], before)
+        algorithm, values = tuned_fixed(Collective.BCAST, ppn, int(size[i]))
+        low.append(run(rec, algorithm, values, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low,
+                       int(bounds[i]), f"low {i}: "))
+        after(rec, low[i], before)
+
+
+@register(Collective.BCAST, "ompi", "han_simple",
+          "coll/han's simple bcast: the whole message up, then down, both by tuned's fixed decision",
+          params=(PPN,))
+def han_bcast_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``mca_coll_han_bcast_intra_simple``: a blocking up bcast among the leaders, then the low bcast."""
+    lv = levels(rec, case, params["ppn"])
+    if lv is None:
+        return
+    nnodes, ppn = lv.nodes.shape
+    up = run(rec, *tuned_fixed(Collective.BCAST, nnodes, case.nbytes), Collective.BCAST, lv.leaders, case.nbytes,
+             lv.root_node, 0, "up: ")
+    low = run(rec, *tuned_fixed(Collective.BCAST, ppn, case.nbytes), Collective.BCAST, lv.nodes, case.nbytes,
+              lv.root_low, 0, "low: ")
+    after(rec, low, [up])
