@@ -188,17 +188,17 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
         mine = {k: v for k, v in given.items() if any(p.name == k for p in algorithm.params)}
         if not args.all_algorithms:
             mine = given  # unknown names are errors for a single algorithm
-        if any(p.name == "ppn" for p in algorithm.params) and "ppn" not in mine:  # han: from the placement
-            from commcost.collectives.ompi_han import placement_ppn
+        if "ppn" not in mine:  # han: ranks per node from the placement
+            from commcost.collectives.ompi_han import on_placement
 
-            ppn = placement_ppn(mapping.node_of_rank)
-            if ppn is None:
+            placed = on_placement(algorithm, mine, mapping.node_of_rank)
+            if placed is None:
                 if not args.all_algorithms:
                     raise InputError(f"{algorithm.key} is modelled for ranks placed on nodes in blocks; give "
                                      "--param ppn=N", where="--mapping")
                 skipped.append(f"{algorithm.key} (ranks not placed on nodes in blocks)")
                 continue
-            mine = {**mine, "ppn": ppn}
+            mine = placed
         try:
             cs = build(algorithm, case, mine)
         except ScheduleTooLarge as exc:

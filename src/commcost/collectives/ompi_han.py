@@ -58,7 +58,7 @@ from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import Algorithm, build, find, register
 from commcost.collectives.segments import segment_bounds
 from commcost.errors import InputError
-from commcost.schedule.program_order import pairs, runs
+from commcost.schedule.program_order import after_own
 from commcost.schedule.schedule import SendMode
 
 HAN_SEGSIZE = 65536  # coll_han_bcast_segsize, coll_han_reduce_segsize, coll_han_allreduce_segsize defaults
@@ -77,12 +77,6 @@ class Part:
     ids: np.ndarray
     src: np.ndarray
     dst: np.ndarray
-
-    @staticmethod
-    def join(parts: Sequence["Part"]) -> "Part":
-        """Several parts as one (e.g. every node's low bcast of one segment)."""
-        return Part(*(np.concatenate([getattr(p, f) for p in parts] or [np.zeros(0, np.int64)])
-                      for f in ("ids", "src", "dst")))
 
 
 def nodes_of(nprocs: int, ppn: int) -> int | None:
@@ -104,6 +98,20 @@ def placement_ppn(node_of_rank: np.ndarray) -> int | None:
     if len(np.unique(node[np.r_[0, change]])) != len(change) + 1:  # a node's ranks are not consecutive
         return None
     return int(change[0])
+
+
+def is_han(algorithm: Algorithm) -> bool:
+    """Whether ``algorithm`` is one of coll/han's (named in han's rules file, not in coll/tuned's)."""
+    return algorithm.library == "ompi" and algorithm.name in HAN_ALGORITHMS
+
+
+def on_placement(algorithm: Algorithm, params: Mapping[str, int], node_of_rank: np.ndarray) -> dict[str, int] | None:
+    """``params`` with han's ``ppn`` taken from the placement (:func:`placement_ppn`; unchanged for an
+    algorithm without one); None where han's schedules do not describe the placement."""
+    if not any(p.name == "ppn" for p in algorithm.params):
+        return dict(params)
+    ppn = placement_ppn(node_of_rank)
+    return None if ppn is None else {**params, "ppn": ppn}
 
 
 def tuned_fixed(collective: Collective, nprocs: int, nbytes: int) -> tuple[Algorithm, dict[str, int]]:
@@ -134,11 +142,8 @@ def after(rec: Recorder, part: Part, before: Sequence[Part | None]) -> None:
     done = [p for p in before if p is not None and len(p.ids)]
     if not done or not len(part.ids):
         return
-    rank = np.concatenate([p.src for p in done] + [p.dst for p in done])
-    op = np.concatenate([p.ids for p in done] * 2)
-    by_rank, first, count = runs(rank, part.src)
-    i, j = pairs(part.ids, np.ones(len(part.ids), np.int64), first, count)
-    rec.wait(i, op[by_rank[j]])
+    rec.wait(*after_own(part.ids, part.src, *(np.concatenate([getattr(p, f) for p in done])
+                                               for f in ("ids", "src", "dst"))))
 
 
 # ------------------------------------------------------------------------------------------- libnbc

@@ -30,7 +30,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
 from commcost.errors import InputError
-from commcost.schedule.program_order import pairs, program_order, runs
+from commcost.schedule.program_order import after_own, program_order
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 
 Range = tuple[int, int]
@@ -248,12 +248,9 @@ class Recorder:
             waiter.append(w + a)
             waited.append(d + a)
             if q:  # each of this collective's sends waits for its sender's operations in the earlier ones
-                rank = np.concatenate([src[:a], dst[:a]])
-                op = np.concatenate([np.arange(a), np.arange(a)])
-                by_rank, first, count = runs(rank, src[a:b])
-                i, j = pairs(np.arange(a, b), np.ones(b - a, np.int64), first, count)
+                i, j = after_own(np.arange(a, b), src[a:b], np.arange(a), src[:a], dst[:a])
                 waiter.append(i)
-                waited.append(op[by_rank[j]])
+                waited.append(j)
         return waiter, waited
 
     def build(self, algorithm: str, params: dict[str, Any]) -> CollectiveSchedule:

@@ -37,7 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from commcost.collectives.ompi_han import HAN_ALGORITHMS
+from commcost.collectives.ompi_han import HAN_ALGORITHMS, is_han
 from commcost.errors import InputError
 from commcost.io.rule_bands import bands
 from commcost.selection.decision import Choice, Selection
@@ -50,9 +50,8 @@ def component_of(choice: Choice | None) -> tuple[str, str]:
     (no rule) keeps han, Open MPI's default."""
     if choice is None:
         return "han", ""
-    name = choice.algorithm.name
-    if choice.algorithm.library == "ompi" and name in HAN_ALGORITHMS:
-        return "han", f"@{HAN_ALGORITHMS[name]}"
+    if is_han(choice.algorithm):
+        return "han", f"@{HAN_ALGORITHMS[choice.algorithm.name]}"
     if choice.algorithm.library != "ompi" or choice.algorithm.id is None:
         raise InputError(f"{choice.algorithm.key} is not an Open MPI algorithm", where=choice.algorithm.collective.value)
     return "tuned", ""

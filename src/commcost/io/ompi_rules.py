@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterable
 
 from commcost.collectives import Collective
-from commcost.collectives.ompi_han import HAN_ALGORITHMS
+from commcost.collectives.ompi_han import is_han
 from commcost.errors import InputError
 from commcost.io.rule_bands import Band, Step, bands, scaled
 from commcost.selection.decision import Choice, Selection
@@ -132,11 +132,6 @@ class OmpiRules:
         return self.decide(collective.value, nprocs, nbytes * factor)
 
 
-def _is_han(choice: Choice) -> bool:
-    """Whether ``choice`` is one of coll/han's algorithms (written to han's rules file, not tuned's)."""
-    return choice.algorithm.library == "ompi" and choice.algorithm.name in HAN_ALGORITHMS
-
-
 def rule_fields(choice: Choice, collective: Collective) -> tuple[int, int, int, int | None]:
     """``(algorithm id, faninout, segsize, max_requests)`` of a rule running ``choice``.
 
@@ -160,7 +155,7 @@ def rule_fields(choice: Choice, collective: Collective) -> tuple[int, int, int, 
 
 
 def _rule(step: Step, collective: Collective) -> OmpiRule:
-    if step.choice is None or _is_han(step.choice):  # coll/han's calls: tuned's fixed decision where it is asked
+    if step.choice is None or is_han(step.choice.algorithm):  # coll/han's calls: tuned's fixed decision where it is asked
         return OmpiRule(step.nbytes_lo, step.nbytes_hi, 0)
     alg, faninout, segsize, max_requests = rule_fields(step.choice, collective)
     return OmpiRule(step.nbytes_lo, step.nbytes_hi, alg, faninout, segsize, max_requests)

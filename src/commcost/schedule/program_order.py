@@ -42,6 +42,18 @@ def runs(key: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return order, first, np.searchsorted(grouped, query, side="right") - first
 
 
+def after_own(ids: np.ndarray, sender: np.ndarray, op_ids: np.ndarray, op_src: np.ndarray,
+              op_dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges ``(waiter, waited)``: transmission ``ids[k]`` (sent by ``sender[k]``) waits for every
+    transmission ``op_ids`` its sender sent or received: a rank enters a blocking call once its calls
+    before have completed for it."""
+    rank = np.concatenate([op_src, op_dst])
+    op = np.concatenate([op_ids, op_ids])
+    by_rank, first, count = runs(rank, sender)
+    i, j = pairs(np.asarray(ids, np.int64), np.ones(len(ids), np.int64), first, count)
+    return i, op[by_rank[j]]
+
+
 def _last_and_largest(group: np.ndarray, peer: np.ndarray, ids: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     """Mask of the transmissions that are, within their (group, peer), the last in id order or the largest
     (the last of the largest)."""

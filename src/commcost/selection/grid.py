@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
-from commcost.collectives.ompi_han import placement_ppn
+from commcost.collectives.ompi_han import on_placement
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.selection.pipeline_price import pipeline_time_s
@@ -66,11 +66,10 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     An algorithm the library does not run on ``nprocs`` ranks gets ``inf`` at every size.
     ``phase_barriers``: see :func:`price_grid`.
     """
-    if any(p.name == "ppn" for p in algorithm.params):  # han: the placement says how ranks share nodes
-        ppn = placement_ppn(mapping.node_of_rank)
-        if ppn is None:  # a placement han's schedules do not describe
-            return np.full(len(sizes), np.inf)
-        params = {**params, "ppn": ppn}
+    placed_params = on_placement(algorithm, params, mapping.node_of_rank)  # han: ppn from the placement
+    if placed_params is None:  # a placement han's schedules do not describe
+        return np.full(len(sizes), np.inf)
+    params = placed_params
     values = algorithm.resolve_params(params)
     if not algorithm.supports(nprocs):  # Open MPI refuses it on this many ranks (two_proc on P != 2)
         return np.full(len(sizes), np.inf)

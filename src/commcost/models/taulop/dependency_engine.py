@@ -208,16 +208,9 @@ def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
 
 
 @njit
-def _fixed_table(chan_of_dom, count, xs, xs_off, ys, row_off, slope, period, tau_sat,
-                 hold):  # pragma: no cover - compiled
-    """T^c(0, tau) for every channel c and tau = 0..(the largest domain's count, at most FIXED_TABLE_MAX)."""
+def _fixed_table(top, xs, xs_off, ys, row_off, slope, period, tau_sat, hold):  # pragma: no cover - compiled
+    """T^c(0, tau) for every channel c and tau = 0..top."""
     nchan = len(xs_off) - 1
-    top = 1
-    for d in range(len(chan_of_dom)):
-        if count[d] > top:
-            top = count[d]
-    if top > FIXED_TABLE_MAX:
-        top = FIXED_TABLE_MAX
     table = np.zeros((nchan, top + 1))
     for c in range(nchan):
         for t in range(1, top + 1):
@@ -313,7 +306,9 @@ def _simulate(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst,
     mkey = np.empty(n)
     mid = np.empty(n, np.int64)
     msize = np.zeros(ndom, np.int64)
-    fixed_of = _fixed_table(chan_of_dom, count, xs, xs_off, ys, row_off, slope, period, tau_sat, hold)
+    # tau in a domain never exceeds its number of transmissions
+    fixed_of = _fixed_table(min(max(count.max(), 1), FIXED_TABLE_MAX), xs, xs_off, ys, row_off, slope, period,
+                            tau_sat, hold)
     top_tau = fixed_of.shape[1] - 1
     # events: the running pieces' ends (one entry per busy domain, moved when the piece changes) and
     # future releases (time, job)
