@@ -160,3 +160,62 @@ def test_cluster_is_torn_down_when_the_body_fails(tmp_path):
             assert all(n in listed() for n in names)
             raise RuntimeError("boom")
     assert not any(n in listed().split() for n in names)
+
+
+def _bcast_traffic(cluster: NetnsCluster, tmp_path: Path, nbytes: int, conf: Path | None) -> dict:
+    """A 4-rank bcast on 2 nodes x 2 (sequential), with only ``conf`` as MCA parameter file for the
+    collectives (None: Open MPI's defaults); bytes per pair for the pairs that carried the payload (pairs
+    with only han's set-up messages, a few bytes each, left out), from pml monitoring."""
+    import ompi_monitoring
+
+    prof = tmp_path / f"prof{nbytes}{'' if conf is None else conf.parent.name}"
+    prof.mkdir()
+    mon = ["--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "3",
+           "--mca", "pml_monitoring_filename", str(prof / "prof"), *YIELD]
+    env = dict(ENV)
+    forward = []
+    if conf is not None:
+        env["OMPI_MCA_mca_base_param_files"] = str(conf)
+        forward = ["-x", "OMPI_MCA_mca_base_param_files"]
+    line = cluster.mpirun(4, extra=[*forward, *mon, sys.executable, ompi_monitoring.__file__, "bcast", str(nbytes), "0"])
+    proc = subprocess.run(line, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {pair: total for pair, (total, _) in ompi_monitoring.parse_profiles(prof).items() if total >= nbytes}
+
+
+@needs_netns
+def test_written_mca_params_file_alone_decides_between_han_and_flat_tuned_on_two_nodes(cluster, tmp_path):
+    """Issue 12: under only the mca-params file commcost writes, Open MPI 5 on 2 nodes x 2 runs what the
+    selection says: a flat tuned algorithm (han hands the call to tuned, tuned follows its rules) or han
+    (the leaders' up bcast 0 -> 2, then 0 -> 1 and 2 -> 3 inside the nodes, as ompi.han's schedule)."""
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.io.han_rules import mca_params_text, write_han_rules
+    from commcost.io.ompi_rules import write_ompi_rules
+    from commcost.selection.decision import Choice, compress
+
+    def files(name: str, choice: Choice) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        selection = compress(Collective.BCAST, "ompi", [4], [1, 1 << 20], [[choice, choice]], "test")
+        write_ompi_rules([selection], folder / "tuned.conf")
+        write_han_rules([selection], folder / "han.conf")
+        (folder / "mca-params.conf").write_text(mca_params_text(folder / "tuned.conf", folder / "han.conf"))
+        return folder / "mca-params.conf"
+
+    linear = find(Collective.BCAST, "basic_linear")
+    han = find(Collective.BCAST, "ompi.han")
+    flat_conf = files("flat", Choice(linear, {}))
+    han_conf = files("han", Choice(han, han.resolve_params()))
+    for nbytes in (1024, 200_000):
+        flat = _bcast_traffic(cluster, tmp_path, nbytes, flat_conf)
+        assert flat == {(0, 1): nbytes, (0, 2): nbytes, (0, 3): nbytes}
+        schedule = build(han, Case(Collective.BCAST, 4, nbytes), {"ppn": 2}).schedule
+        expected: dict = {}
+        for s, d, b in zip(schedule.src.tolist(), schedule.dst.tolist(), schedule.nbytes.tolist()):
+            expected[(s, d)] = expected.get((s, d), 0) + int(b)
+        assert expected == {(0, 2): nbytes, (0, 1): nbytes, (2, 3): nbytes}
+        for conf in (han_conf, None):  # None: Open MPI's default is han
+            seen = _bcast_traffic(cluster, tmp_path, nbytes, conf)
+            # the same pairs carry the payload; han's own set-up (its sub-communicators) adds under 1 KiB
+            assert set(seen) == set(expected)
+            assert all(expected[pair] <= seen[pair] < expected[pair] + 1024 for pair in seen), seen
