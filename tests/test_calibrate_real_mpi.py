@@ -181,3 +181,60 @@ def test_every_benchmark_fits_in_a_small_budget(tmp_path):
         meta = tomllib.load(f)["meta"]
     assert meta["benchmarks"] == list(BENCHMARKS)
     assert meta["points"] == len(rows) and meta["planned"] >= len(rows)
+
+
+def _fake_rows(path: Path, sizes: list[int], channels: tuple[str, ...], nnodes: dict[str, int]) -> int:
+    """Rows for every planned ping-pong and Ring_tau point of ``channels`` (times of a plausible channel, not
+    measured), as a store a calibration would reuse; returns how many."""
+    from commcost.io.measurements import Measurement, MeasurementStore
+
+    store = MeasurementStore(path)
+    count = 0
+    for run in plan_runs(DEFAULT_BENCHMARKS, channels):
+        for p in run.points(2, sizes):
+            t = (1e-6 + 1e-10 * p.nbytes) * (1 + 0.1 * ((p.tau or 1) - 1))
+            store.append(Measurement(benchmark=p.benchmark, nprocs=p.nprocs, nbytes=p.nbytes, time_s_mean=t,
+                                     channel=p.channel, tau=p.tau, reps=100, time_s_median=t, ci95_rel=0.01,
+                                     converged=True, nnodes=nnodes[p.channel], ppn=2 // nnodes[p.channel],
+                                     host="a", mpi="test", source="test"))
+            count += 1
+    return count
+
+
+@needs_mpi
+def test_shm_rows_measured_across_hosts_are_refused(tmp_path):
+    """A launch line over two nodes gives 'shm' rows measured through the network: refused, one line."""
+    out, sizes = tmp_path / "run", [1, 1024, 65536, 1 << 20]
+    _fake_rows(out / "measurements.csv", sizes, CHANNELS, {"shm": 2, "tcp": 2})
+    proc = _calibrate(out, 30, "--sizes", ",".join(map(str, sizes)), "--quiet")
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "'shm' rows measured with ranks on 2 hosts" in stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert not (out / "params.toml").exists()
+
+
+@needs_mpi
+def test_rerun_says_what_it_reuses_fresh_measures_again_and_an_unmeasured_channel_fails(tmp_path):
+    out, sizes = tmp_path / "run", [1, 1024, 65536, 1 << 20]
+    shm_only = _fake_rows(out / "measurements.csv", sizes, ("shm",), {"shm": 1})
+    # a budget too small to start the tcp run: the shm rows are reused, tcp stays unmeasured -> exit 2
+    proc = _calibrate(out, 7, "--sizes", ",".join(map(str, sizes)), "--quiet")
+    stdout, stderr = proc.communicate(timeout=60)
+    assert f"reusing {shm_only} of {2 * shm_only} points" in stdout
+    assert proc.returncode == 2 and "left the tcp channel unmeasured" in stderr, stderr
+    # --fresh keeps the old file under a dated name and measures everything again
+    proc = _calibrate(out, 40, "--sizes", ",".join(map(str, sizes)), "--quiet", "--fresh")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    kept = list(out.glob("measurements-*.csv"))
+    assert len(kept) == 1 and len(read_measurements(kept[0])) == shm_only
+    rows = read_measurements(out / "measurements.csv")
+    assert {row_ident(m) for m in rows} == _planned(40, sizes) and all(m.source != "test" for m in rows)
+
+
+@pytest.mark.skipif(not HAVE_MPI4PY, reason="needs mpi4py (checked first)")
+def test_a_bad_launch_line_fails_before_measuring(tmp_path, capsys):
+    for line, what in (("'open", "cannot split"), ("no-such-launcher -n 2", "not an executable")):
+        assert main(["calibrate", "--out", str(tmp_path / "run"), "--launcher", line]) == 2
+        err = capsys.readouterr().err.strip()
+        assert what in err and "\n" not in err and not (tmp_path / "run" / "measurements.csv").exists()

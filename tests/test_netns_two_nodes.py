@@ -219,3 +219,35 @@ def test_written_mca_params_file_alone_decides_between_han_and_flat_tuned_on_two
             # the same pairs carry the payload; han's own set-up (its sub-communicators) adds under 1 KiB
             assert set(seen) == set(expected)
             assert all(expected[pair] <= seen[pair] < expected[pair] + 1024 for pair in seen), seen
+
+
+@needs_netns
+def test_verify_times_han_default_against_flat_rules_on_two_nodes(cluster, tmp_path, capsys):
+    """Issue 12 item 7 on two nodes: commcost verify through the two-node launch line times Open MPI's default
+    (han: 2 nodes x 2) and the written files (han hands bcast to tuned, which runs basic_linear), labels each
+    side from the files. On the capped link basic_linear sends the root's block twice over the network where
+    han sends it once, so the rules measure slower at 256 KiB, as they should (about 0.5x)."""
+    from commcost.cli.main import main
+    from commcost.collectives import Collective, find
+    from commcost.io.han_rules import mca_params_text, write_han_rules
+    from commcost.io.ompi_rules import write_ompi_rules
+    from commcost.selection.decision import Choice, compress
+
+    linear = find(Collective.BCAST, "basic_linear")
+    selection = compress(Collective.BCAST, "ompi", [4], [1, 1 << 20], [[Choice(linear, {})] * 2], "test")
+    write_ompi_rules([selection], tmp_path / "tuned.conf")
+    write_han_rules([selection], tmp_path / "han.conf")
+    (tmp_path / "mca-params.conf").write_text(mca_params_text(tmp_path / "tuned.conf", tmp_path / "han.conf"))
+    forward = shlex.join(cluster.mpirun(4, extra=["-x", "OMPI_MCA_mca_base_param_files", *YIELD]))
+    code = main(["verify", str(tmp_path), "--procs", "4", "--sizes", "1KiB,256KiB", "--budget", "60",
+                 "--launcher", forward, "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    points = json.loads((tmp_path / "verify.json").read_text())["points"]
+    assert [p["nbytes"] for p in points] == [1024, 256 << 10]
+    for p in points:
+        assert p["nnodes"] == 2 and p["default_runs"] == "han default: han"
+        assert p["rules_run"] == "tuned rule: basic_linear" and not p["same_algorithm"]
+        assert p["default_s"] > 0 and p["rules_s"] > 0
+    assert points[1]["measured_gain"] < 0.8  # two network transfers of 256 KiB against one
+    print(out)  # the measured table, for the issue note (pytest -s)

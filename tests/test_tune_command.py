@@ -11,7 +11,7 @@ import ompi_monitoring
 from commcost.cli.main import main
 from commcost.collectives import Case, Collective, build, find
 from commcost.io.ompi_rules_read import read_ompi_rules
-from commcost.selection.ompi_fixed import decide
+from commcost.selection.ompi_fixed import as_choice, decide
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or not ompi_monitoring.available(),
                                 reason="needs mpi4py and the embedded Open MPI")
@@ -27,8 +27,9 @@ def tuned(tmp_path_factory) -> tuple[Path, str]:
     # --ppn 4: the checks below run up to 4 ranks on this one machine, a one-node communicator, where coll/han
     # steps aside and tuned's rules decide
     with contextlib.redirect_stdout(buffer):
-        code = main(["tune", "--procs", "2", "--budget", "90", "--out", str(out), "--select-procs", "2..16",
-                     "--ppn", "4", "--sizes", "1..1MiB", "--collectives", "bcast,allreduce,reduce,allgather,alltoall", "--quiet"])
+        code = main(["tune", "--procs", "2", "--budget", "100", "--out", str(out), "--select-procs", "2..16",
+                     "--ppn", "4", "--sizes", "1..1MiB", "--collectives", "bcast,allreduce,reduce,allgather,alltoall",
+                     "--verify-procs", "2,4", "--quiet"])
     assert code == 0, buffer.getvalue()
     return out, buffer.getvalue()
 
@@ -43,7 +44,43 @@ def test_tune_writes_measurements_parameters_rules_map_and_a_report(tuned):
     assert "Open MPI default" in report and "coll_tuned_dynamic_rules_filename" in report
     rules = read_ompi_rules(out / "ompi-rules.conf")
     assert sorted(rules.collectives) == ["allgather", "allreduce", "alltoall", "bcast", "reduce"]
-    assert rules.decide_call(Collective.BCAST, 2, 1024) is not None
+    # where the model predicts under 10% over Open MPI's default no rule is written: the file holds rules
+    # (some non-zero algorithm) and gaps (algorithm 0, the fixed decision)
+    algs = {r.alg for blocks in rules.collectives.values() for b in blocks for r in b.rules}
+    assert 0 in algs and algs - {0}
+
+
+def test_tune_report_gives_converged_share_and_measured_beside_predicted_gain(tuned):
+    """The files carry provenance; the report the converged share and, per verified point, what runs by
+    default and with the files, both measured times, the measured and the predicted gain."""
+    import json
+
+    from commcost.io.deployed_rules import DeployedRules, open_mpi_default
+
+    out, report = tuned
+    for name in ("ompi-rules.conf", "han-rules.conf", "mca-params.conf"):
+        text = (out / name).read_text()
+        assert "commcost" in text and "calibrated on" in text and "ranks per node" in text, name
+    assert "converged (95% CI within 2.5% of the mean)" in report
+    assert "[4/4] timing the collectives with and without" in report and "predicted" in report
+    verified = json.loads((out / "verify.json").read_text())
+    points = verified["points"]
+    assert {p["nprocs"] for p in points} == {2, 4}
+    assert {p["collective"] for p in points} == {"bcast", "allreduce", "reduce", "allgather", "alltoall"}
+    deployed = DeployedRules.load(out / "mca-params.conf")
+    for p in points:
+        collective = Collective(p["collective"])
+        assert p["default_s"] > 0 and p["rules_s"] > 0, p
+        assert p["measured_gain"] == pytest.approx(p["default_s"] / p["rules_s"])
+        # one node (4 ranks per node): what runs is tuned's rule or its fixed decision, read from the files
+        assert p["nnodes"] == 1
+        assert p["rules_run"] == deployed.runs(collective, p["nprocs"], p["nbytes"], 1).label
+        assert p["default_runs"] == open_mpi_default(collective, p["nprocs"], p["nbytes"], 1).label
+        if p["same_algorithm"]:
+            assert p["predicted_gain"] == 1.0 and p["verdict"] == "same algorithm"
+    changed = [p for p in points if not p["same_algorithm"]]
+    assert changed, "at 4 ranks the rules should change some algorithm"
+    assert all(p["predicted_gain"] for p in changed if "not modelled" not in p["default_runs"] + p["rules_run"])
 
 
 # pml monitoring does not count the persistent requests of alltoall basic_linear (Open MPI 5.0.11): a run of it
@@ -62,9 +99,15 @@ def test_open_mpi_runs_what_the_tuned_file_says(tuned, collective):
     rules = read_ompi_rules(out / "ompi-rules.conf")
     for nprocs, nbytes in ((2, 64), (2, 300_000), (4, 8), (4, 65536)):
         rule = rules.decide_call(collective, nprocs, nbytes)
-        assert rule is not None and rule.alg > 0, (collective, nbytes)
         seen = ompi_monitoring.run_monitored(collective.value, nprocs, nbytes,
                                              mca={**RULES, "coll_tuned_dynamic_rules_filename": path})
+        if rule is None:  # no rule (Open MPI's default kept): the fixed decision runs
+            fixed = as_choice(decide(collective, nprocs, nbytes))
+            if fixed is not None and (collective, fixed.algorithm.id) not in UNSEEN and not _composite(fixed):
+                expected = build(fixed.algorithm, Case(collective, nprocs, nbytes), dict(fixed.params)).schedule
+                assert seen == ompi_monitoring.traffic_of_schedule(expected), (collective, nprocs, nbytes)
+            continue
+        assert rule.alg > 0
         if (collective, rule.alg) in UNSEEN:
             assert seen == {}
             if (collective, decide(collective, nprocs, nbytes).id) not in UNSEEN:
@@ -83,6 +126,11 @@ def test_open_mpi_runs_what_the_tuned_file_says(tuned, collective):
         params.update(inner)
         schedule = build(algorithm, Case(collective, nprocs, nbytes), params).schedule
         assert seen == ompi_monitoring.traffic_of_schedule(schedule), (collective, nprocs, nbytes, algorithm.key)
+
+
+def _composite(choice) -> bool:
+    """Whether the algorithm calls other collectives (its inner ids are the communicator's picks)."""
+    return any(p.name in {c.value for c in Collective} for p in choice.algorithm.params)
 
 
 def _inner_ids(rules, algorithm, nprocs: int, nbytes: int) -> dict[str, int] | None:

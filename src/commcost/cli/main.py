@@ -332,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.select_command  # noqa: F401  (registers `select`)
     import commcost.cli.evaluate_command  # noqa: F401  (registers `evaluate-selection`)
     import commcost.cli.tune_command  # noqa: F401  (registers `tune`)
+    import commcost.cli.verify_command  # noqa: F401  (registers `verify`)
     import commcost.cli.kernel_command  # noqa: F401  (registers `partition`)
     import commcost.cli.measure_kernel_command  # noqa: F401  (registers `measure-kernel`)
     import commcost.cli.goal_command  # noqa: F401  (registers `export-goal`)

@@ -11,7 +11,9 @@ point (fsynced) as soon as it is measured. With ``--deadline-s`` (seconds
 of measuring, counted once MPI is up) every point gets the time left
 divided by the points left (at most ``--point-budget``), and points not
 started by the deadline are left for a later run. ``--algorithm`` names the algorithm the launcher forced
-(``--mca coll_tuned_<collective>_algorithm``), recorded in the rows. The
+(``--mca coll_tuned_<collective>_algorithm``), recorded in the rows. ``--calls bcast:8:4096,reduce`` times
+those collectives as the MPI's own selection runs them at their sizes (commcost's nbytes; else ``--sizes``), in place of
+the benchmarks, with ``--algorithm`` as the rows' label (``commcost verify``: ``default`` or ``rules``). The
 ``reduction`` benchmark alone runs on one rank; the others need two. Prints
 nothing on success; on an error, one line on stderr and ``MPI_Abort`` so
 that no rank is left waiting.
@@ -20,6 +22,7 @@ that no rank is left waiting.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 import time
@@ -35,6 +38,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                                                              "allreduce,reduce,allgather,alltoall,scatter,gather")
     p.add_argument("--sizes", required=True, help="ping-pong and Ring_tau message sizes in bytes, comma-separated")
     p.add_argument("--algorithm", default="", help="name of the forced broadcast algorithm (bcast)")
+    p.add_argument("--calls", default="", help="collectives to time as the MPI selects them, instead of "
+                                                "--benchmarks: bcast:1024:65536,reduce (sizes after each, "
+                                                "else --sizes)")
+    p.add_argument("--expect-env", default="", metavar="NAME=VALUE",
+                   help="stop with an error unless every rank has this environment variable (commcost verify: "
+                        "the launch line must pass the parameter file to every rank)")
     p.add_argument("--deadline-s", type=float, default=None, help="seconds for the whole run")
     p.add_argument("--point-budget", type=float, default=1.0, help="seconds at most per point")
     p.add_argument("--min-reps", type=int, default=20)
@@ -78,7 +87,7 @@ def _measure(bench, comm, point, opts: dict):
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     from commcost.calibration import mpi_benchmarks as bench
-    from commcost.calibration.plan import run_points
+    from commcost.calibration.plan import call_points, run_points
     from commcost.io.measurements import Measurement, MeasurementStore, now_timestamp
 
     comm = bench.world()
@@ -90,8 +99,17 @@ def main(argv: list[str] | None = None) -> int:
         mpi = bench.library_version()
         host = socket.gethostname()
         hosts = comm.allgather(host)  # nnodes and ppn of a point: the host names of the ranks it uses
-        points = [p for b in args.benchmarks
-                  for p in run_points(b, args.channel, size, args.sizes, algorithm=args.algorithm)]
+        if args.expect_env:
+            name, _, value = args.expect_env.partition("=")
+            lacking = [r for r, v in enumerate(comm.allgather(os.environ.get(name))) if v != value]
+            if lacking:
+                raise ValueError(f"ranks {', '.join(map(str, lacking))} of {size} did not get {name}={value} from "
+                                 "the launch line; forward it (mpirun -x NAME, srun --export=ALL)")
+        if args.calls:
+            points = call_points(args.calls, args.channel, size, args.sizes, args.algorithm)
+        else:
+            points = [p for b in args.benchmarks
+                      for p in run_points(b, args.channel, size, args.sizes, algorithm=args.algorithm)]
 
         def row(point, stats: dict | None = None) -> Measurement:
             stats = stats or {"mean": 0.0}

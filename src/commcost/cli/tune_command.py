@@ -20,16 +20,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import time
 from pathlib import Path
 
+import numpy as np
+
+from commcost.calibration.plan import TIMED_COLLECTIVES
+from commcost.cli.calibrate_command import channel_launchers, check_launch_line
 from commcost.cli.main import command, main
 from commcost.errors import InputError
 
 NETWORK_CHANNELS = ("ib", "tcp", "net")
+VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
 CONVERGED_FLOOR = 0.8  # under this share of converged points tune warns (and with --strict writes nothing)
+MU_BOUND = 1.5  # nor over this mean proportional error of the fit (paper 000's mu; 1 is exact)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -46,9 +53,52 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--segsizes", default="0,8KiB,32KiB,128KiB", help="segment sizes to try (decision variable)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
+    p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",
+                   help="launch command for one channel's calibration runs (repeatable), as in calibrate: "
+                        "shm='mpirun -np 2 --host a:2' tcp='mpirun -np 2 --host a,b'")
+    p.add_argument("--verify-launcher", help="launch command of the with/without-rules timing (default: "
+                                             "--launcher, else the network channel's line, else the embedded mpirun)")
+    p.add_argument("--verify-procs", help="rank counts of the measured check, comma-separated (default: --procs)")
+    p.add_argument("--no-verify", action="store_true", help="write the rules without timing them against the default")
+    p.add_argument("--fresh", action="store_true", help="measure again what OUT/measurements.csv already holds")
+    p.add_argument("--min-gain", type=_fraction, default=0.10,
+                   help="keep Open MPI's default where the best pick is predicted less than this much faster "
+                        "(default 10%%; 0 writes every pick)")
+    p.add_argument("--format", default="table", choices=["table", "json"],
+                   help="json: print OUT/report.json (converged share, margins, regions, measured gains) at the end")
     p.add_argument("--strict", action="store_true",
-                   help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged")
+                   help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged "
+                        f"or the fit's mean proportional error exceeds {MU_BOUND}")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _fraction(text: str) -> float:
+    """``10%`` or ``0.1`` as 0.1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share such as 10% or 0.1, got {text!r}") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"expected a share from 0% up, got {text!r}")
+    return value
+
+
+def _calibration_extent(csv_path: Path, params) -> dict:
+    """What the calibration covered: its rank count, the measured point-to-point sizes and, per collective,
+    the (P, n) it timed."""
+    from commcost.io.measurements import read_measurements
+
+    rows = read_measurements(csv_path) if csv_path.exists() else []
+    p2p = [m.nbytes for m in rows if m.benchmark in ("pingpong", "ring_tau")]
+    measured: dict[str, set] = {}
+    for m in rows:
+        if m.collective and m.benchmark in ("collective", "bcast_gather"):
+            measured.setdefault(m.collective, set()).add((m.nprocs, m.nbytes))
+    procs = params.meta.get("procs")
+    return {"procs": procs if isinstance(procs, int) else max((m.nprocs for m in rows), default=2),
+            "sizes": (min(p2p), max(p2p)) if p2p else (0, 0), "measured": measured,
+            "unconverged": [{"benchmark": m.benchmark, "channel": m.channel, "nprocs": m.nprocs, "nbytes": m.nbytes,
+                             "tau": m.tau, "ci95_rel": m.ci95_rel} for m in rows if m.reps and not m.converged]}
 
 
 def platform_text(ppn: int, nnodes: int, network: str) -> str:
@@ -64,6 +114,20 @@ def platform_text(ppn: int, nnodes: int, network: str) -> str:
 @command("tune", "calibrate this MPI, select the best algorithms by model and write rules files for it",
          _configure)
 def _tune(args: argparse.Namespace) -> int:
+    if args.format != "json":
+        return _tune_steps(args)
+    import contextlib
+    import sys
+
+    with contextlib.redirect_stdout(sys.stderr):  # progress and the text report to stderr, the JSON alone on stdout
+        code = _tune_steps(args)
+    report = args.out / "report.json"
+    if report.exists():
+        print(report.read_text(), end="")
+    return code
+
+
+def _tune_steps(args: argparse.Namespace) -> int:
     from commcost.cli.grid_options import parse_points
     from commcost.collectives import Collective, algorithms
     from commcost.io.params_file import load_params
@@ -81,20 +145,33 @@ def _tune(args: argparse.Namespace) -> int:
     if args.ppn < 1:
         raise InputError(f"expected --ppn >= 1, got {args.ppn}", where="--ppn")
     reserve = 10.0 + 5.0 * len(collectives)  # selection, files and report
-    if args.budget <= reserve + 10:
-        raise InputError(f"expected a budget over {reserve + 10:.0f} s (calibration and selection)",
+    verify_s = 0.0 if args.no_verify else min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_SHARE * args.budget))
+    if args.budget <= reserve + verify_s + 10:
+        raise InputError(f"expected a budget over {reserve + verify_s + 10:.0f} s (calibration, selection"
+                         + ("" if args.no_verify else " and the measured check; --no-verify skips it") + ")",
                          where="--budget")
+    launchers = channel_launchers(args.channel_launcher)  # bad lines fail here, before anything is measured
+    for line in [args.launcher, args.verify_launcher, *launchers.values()]:
+        check_launch_line(line)
+    if args.mpich_base:
+        from commcost.io.mpich_json import read_mpich_json
+
+        read_mpich_json(args.mpich_base)  # a missing or broken base file fails now, not after calibrating
     args.out.mkdir(parents=True, exist_ok=True)
 
     # 1. calibrate + fit
-    calibrate = ["calibrate", "--procs", str(args.procs), "--out", str(args.out),
-                 "--budget", f"{args.budget - reserve:.0f}"]
+    calibrate_s = args.budget - reserve - verify_s
+    calibrate = ["calibrate", "--procs", str(args.procs), "--out", str(args.out), "--budget", f"{calibrate_s:.0f}"]
     for option in ("launcher", "mpirun"):
         if getattr(args, option):
             calibrate += [f"--{option}", getattr(args, option)]
+    for item in args.channel_launcher:
+        calibrate += ["--channel-launcher", item]
     if args.quiet:
         calibrate.append("--quiet")
-    print(f"[1/3] calibrating with {args.procs} ranks ({args.budget - reserve:.0f} s budget)", flush=True)
+    if args.fresh:
+        calibrate.append("--fresh")
+    print(f"[1/4] calibrating with {args.procs} ranks ({calibrate_s:.0f} s budget)", flush=True)
     code = main(calibrate)
     if code != 0:
         return code
@@ -116,22 +193,35 @@ def _tune(args: argparse.Namespace) -> int:
             raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where="converged_share")
         print(f"  warning: {why}; the rules below rest on noisy measurements", flush=True)
 
+    quality = params.meta.get("quality", {}).get(model, {})
+    worst = max(((q.get("mu_mean") or 1.0, c) for c, q in quality.items() if isinstance(q, dict)), default=(1.0, ""))
+    if worst[0] > MU_BOUND:
+        why = (f"the {model} fit of {worst[1]} is off by a mean factor mu = {worst[0]:.2f} (paper 000's proportional "
+               f"error; expected at most {MU_BOUND})")
+        if args.strict:
+            raise InputError(f"{why}; no rules written (--strict)", source=str(params_path),
+                             where=f"meta.quality.{model}.{worst[1]}.mu_mean")
+        print(f"  warning: {why}; the model may pick wrongly", flush=True)
+    calibration = _calibration_extent(args.out / "measurements.csv", params)
+
     # 2. the platform of the rules
     platform_path = args.out / "platform.toml"
     platform_path.write_text(platform_text(args.ppn, max(2, math.ceil(procs[-1] / args.ppn)), network))
 
     # 3. select and write, per collective and library
-    print(f"[2/3] selecting under {model} for {', '.join(c.value for c in collectives)}: P {args.select_procs}, "
+    print(f"[2/4] selecting under {model} for {', '.join(c.value for c in collectives)}: P {args.select_procs}, "
           f"{args.ppn} per node, sizes {args.sizes}", flush=True)
-    ompi, mpich, reports = [], [], []
+    ompi, mpich, reports, confidence = [], [], [], {}
     for collective in collectives:
         for library, bucket in (("ompi", ompi), ("mpich", mpich)):
             if library == "mpich" and not args.mpich_base:
                 continue
             if not any(a.library == library for a in algorithms(collective)):
                 continue
-            result, text = _select_one(args, collective, library, model, params_path, platform_path, procs, sizes)
-            bucket.append(result.selection)
+            selection, text, info = _select_one(args, collective, library, model, params_path, platform_path,
+                                                procs, sizes, calibration)
+            bucket.append(selection)
+            confidence[f"{collective.value}.{library}"] = info
             if library == "ompi":
                 reports.append(text)
     written = []
@@ -155,8 +245,11 @@ def _tune(args: argparse.Namespace) -> int:
         written.append(args.out / "mpich-coll.json")
 
     # 4. report
-    print(f"[3/3] report ({time.monotonic() - started:.0f} s)\n")
-    print(f"  measured: {args.out / 'measurements.csv'}; fitted: {params_path} ({model}: {', '.join(channels)})")
+    print(f"[3/4] report ({time.monotonic() - started:.0f} s)\n")
+    print(f"  measured: {args.out / 'measurements.csv'}: {params.meta.get('points', '?')} points, "
+          + (f"{share:.0%} converged (95% CI within 2.5% of the mean)" if isinstance(share, (int, float)) else
+             "convergence unknown"))
+    print(f"  fitted: {params_path} ({model}: {', '.join(channels)})")
     print(f"  platform of the rules: {platform_path}\n")
     for text in reports:
         print(text + "\n")
@@ -172,7 +265,42 @@ def _tune(args: argparse.Namespace) -> int:
             print(f"      {line}")
     if mpich:
         print(f"       MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={args.out / 'mpich-coll.json'} mpiexec ...")
-    return 0
+
+    # 5. the measured check: the collectives with and without the files, predicted gain beside
+    code = 0
+    left = args.budget - (time.monotonic() - started) - 2.0
+    if conf is not None and not args.no_verify:
+        print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'} ({left:.0f} s budget)",
+              flush=True)
+        if left < VERIFY_MIN_S / 2:
+            print("  not measured: the budget is spent (commcost verify OUT measures it later)", flush=True)
+        else:
+            code = main(_verify_args(args, collectives, launchers, left))
+    report = {"commcost_tune": provenance, "model": model, "parameters": str(params_path.resolve()),
+              "converged_share": share, "points": params.meta.get("points"),
+              "unconverged": calibration["unconverged"], "fit_quality": quality, "min_gain": args.min_gain,
+              "calibrated_procs": calibration["procs"], "measured_sizes": list(calibration["sizes"]),
+              "selections": confidence, "files": [str(p) for p in written]}
+    verified = args.out / "verify.json"
+    if verified.exists() and conf is not None and not args.no_verify:
+        report["verify"] = json.loads(verified.read_text())
+    (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    return code
+
+
+def _verify_args(args, collectives, launchers: dict[str, str], budget_s: float) -> list[str]:
+    """``commcost verify`` on tune's output, through the launch line the rules are for."""
+    verify = ["verify", str(args.out), "--procs", args.verify_procs or str(args.procs), "--budget",
+              f"{budget_s:.0f}", "--fresh",
+              "--collectives", ",".join(c.value for c in collectives if c.value in TIMED_COLLECTIVES)]
+    launcher = args.verify_launcher or args.launcher or launchers.get("tcp")
+    if launcher:
+        verify += ["--launcher", launcher]
+    if args.mpirun:
+        verify += ["--mpirun", args.mpirun]
+    if args.quiet:
+        verify.append("--quiet")
+    return verify
 
 
 def provenance_lines(params, params_path: Path, model: str, ppn: int) -> list[str]:
@@ -191,24 +319,71 @@ def provenance_lines(params, params_path: Path, model: str, ppn: int) -> list[st
 
 
 def _select_one(args, collective, library: str, model: str, params_path: Path, platform_path: Path,
-                procs: list[int], sizes: list[int]):
-    """One selection through the select command's own pieces; returns (result, report text)."""
+                procs: list[int], sizes: list[int], calibration: dict):
+    """One selection through the select command's own pieces, midpoints priced where picks change and
+    Open MPI's default kept where the predicted gain is under ``--min-gain``; returns (the Selection to
+    write, report text, the per-point confidence for report.json)."""
+    import numpy as np
+
     from commcost.cli.select_command import make_pricer, ompi_default_times, variables, _predicted_penalty
     from commcost.report.selection_report import plot_map, render_penalties, render_rules
-    from commcost.selection.select import candidates, select
+    from commcost.selection.confidence import margins, region_counts, regions
+    from commcost.selection.select import candidates, keep_default, refine, select
 
     opts = argparse.Namespace(params=params_path, platform=platform_path, model=model, library=library,
                               collective=collective.value, ppn=None, mapping=None, root=0, segsizes=args.segsizes,
                               fanouts="", radixes="")
     choices = candidates(collective, library, variables(opts))
     price = make_pricer(opts, procs)
-    result = select(collective, library, choices, procs, sizes, price, source=f"commcost tune, model {model}")
-    chosen = result.chosen
+    source = f"commcost tune, model {model}"
+    result = select(collective, library, choices, procs, sizes, price, source=source, prune=False)
+    result = refine(result, price, prune=False)
+    procs, sizes = list(result.procs), list(result.sizes)
+    default, default_s = ompi_default_times(opts, collective, procs, sizes, price, result)
+    kept = np.zeros((len(procs), len(sizes)), bool)
+    selection = result.selection
+    if default:
+        selection, kept = keep_default(result, default_s, args.min_gain, source)
+    chosen = [[None if kept[i, j] else c for j, c in enumerate(row)] for i, row in enumerate(result.chosen)]
     title = f"{collective.value} ({library}): best algorithm by {model}"
     plot_map(args.out / f"{collective.value}-{library}-map.png", procs, sizes, chosen, title)
-    text = render_rules(result.selection, title)
-    default, default_s = ompi_default_times(opts, collective, procs, sizes, price, result)
+    text = render_rules(selection, title)
+    margin, runner_up = margins(result.time_s, [c.algorithm.key for c in result.choices])
+    region = regions(procs, sizes, calibration["procs"], calibration["sizes"],
+                     calibration["measured"].get(collective.value, ()))
+    counts = region_counts(region)
+    changed = ~kept
+    finite = margin[changed & np.isfinite(margin)]
+    text += (f"\n  {int(kept.sum())} of {kept.size} points keep Open MPI's default (predicted gain under "
+             f"{args.min_gain:.0%}: no rule written there)" if default else "")
+    if finite.size:
+        text += (f"\n  margin of the rules' picks to the runner-up: median {100 * np.median(finite):.1f}%, under 5% "
+                 f"at {int((finite < 0.05).sum())} of {finite.size} points")
+    text += (f"\n  points: {counts['measured']} measured, {counts['interpolated']} interpolated, "
+             f"{counts['extrapolated']} extrapolated (beyond {calibration['procs']} ranks or the measured sizes "
+             f"{calibration['sizes'][0]}..{calibration['sizes'][1]} B)")
     if default:
         text += "\n" + render_penalties({"Open MPI default": _predicted_penalty(default_s, result)},
-                                        "  Open MPI's fixed decision, priced by the same model:")
-    return result, text
+                                        "  Open MPI's default (han on several nodes, else tuned's fixed decision), "
+                                        "priced by the same model:")
+    best = result.best_index
+    points = []
+    for i, nprocs in enumerate(procs):
+        for j, nbytes in enumerate(sizes):
+            runner = result.choices[runner_up[i, j]] if runner_up[i, j] >= 0 else None
+            points.append({
+                "nprocs": nprocs, "nbytes": nbytes, "best": result.choices[best[i, j]].label,
+                "best_s": _finite(result.time_s[best[i, j], i, j]),
+                "runner_up": runner.label if runner is not None else None, "margin": _finite(margin[i, j]),
+                "default": (default[i][j].label if default and default[i][j] is not None else None),
+                "default_s": _finite(default_s[i, j]) if default else None,
+                "rule": None if kept[i, j] else result.choices[best[i, j]].label, "region": region[i][j]})
+    info = {"kept_default": int(kept.sum()), "points": kept.size, "regions": counts,
+            "margin_median": float(np.median(finite)) if finite.size else None,
+            "margin_under_5pct": int((finite < 0.05).sum()), "grid": points}
+    return selection, text, info
+
+
+def _finite(value) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None

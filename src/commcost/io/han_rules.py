@@ -115,6 +115,23 @@ def mca_params_text(tuned_rules: Path | None, han_rules: Path | None, provenance
     return "\n".join(lines) + "\n"
 
 
+def read_mca_params(path: str | Path) -> dict[str, tuple[int, str]]:
+    """The ``name = value`` settings of an mca-params.conf as ``{name: (line, value)}`` (the last one of a
+    name wins, as in Open MPI); comment and blank lines skipped, any other line an InputError."""
+    from commcost.io.text_lines import text_of
+
+    source = str(path)
+    out: dict[str, tuple[int, str]] = {}
+    for number, line in enumerate(text_of(path, "MCA parameter file").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep or not name.strip() or " " in name.strip():
+            raise InputError(f"expected 'name = value', got {line.strip()!r}", source=source, where=f"line {number}")
+        out[name.strip()] = (number, value.strip())
+    return out
+
+
 def env_lines(conf_text: str) -> list[str]:
     """The ``OMPI_MCA_*`` environment lines equivalent to an mca-params.conf text."""
     out = []

@@ -89,6 +89,20 @@ def _tree(selection: Selection) -> dict:
     return {"comm_type=intra": by_size}
 
 
+def read_mpich_json(path: str | Path) -> dict:
+    """A complete MPICH selection file (the base one merges into), as its JSON object; InputError naming the
+    file (and line) where it cannot be read or is not a JSON object."""
+    try:
+        document = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise InputError(f"cannot read the base selection file: {error.strerror}", source=str(path)) from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"not JSON: {error.msg}", source=str(path), where=f"line {error.lineno}") from None
+    if not isinstance(document, dict):
+        raise InputError("expected a JSON object of collective=... keys", source=str(path))
+    return document
+
+
 def write_mpich_json(selections: Iterable[Selection], path: str | Path, base: str | Path | None = None) -> dict:
     """Write ``selections`` (MPICH algorithms, one per collective) as an MPICH selection file.
 
@@ -96,12 +110,7 @@ def write_mpich_json(selections: Iterable[Selection], path: str | Path, base: st
     inter-communicator branches) are kept; without it the file holds only
     the given collectives. Returns the JSON document written.
     """
-    document: dict = {}
-    if base is not None:
-        try:
-            document = json.loads(Path(base).read_text())
-        except (OSError, json.JSONDecodeError) as error:
-            raise InputError(f"cannot read the base selection file: {error}", source=str(base)) from None
+    document = read_mpich_json(base) if base is not None else {}
     for selection in selections:
         key = f"collective={selection.collective.value}"
         tree = _tree(selection)

@@ -101,9 +101,8 @@ class OmpiRules:
     collectives: dict[str, tuple[OmpiBlock, ...]]
     version: int = 2
 
-    def decide(self, collective: str, nprocs: int, msg_bytes: int) -> OmpiRule | None:
-        """The rule Open MPI applies to one call (``msg_bytes`` in Open MPI's own measure), or None
-        where it uses its fixed decision (no rule, or a rule with algorithm 0)."""
+    def block_at(self, collective: str, nprocs: int) -> OmpiBlock | None:
+        """The block of communicator sizes a communicator of ``nprocs`` ranks takes its rules from."""
         blocks = self.collectives.get(collective, ())
         if not blocks:
             return None
@@ -113,16 +112,23 @@ class OmpiRules:
                 if candidate.comm_lo > nprocs:
                     break
                 block = candidate
+            return block
+        return next((b for b in blocks if b.comm_lo <= nprocs and (b.comm_hi is None or nprocs <= b.comm_hi)), None)
+
+    def decide(self, collective: str, nprocs: int, msg_bytes: int) -> OmpiRule | None:
+        """The rule Open MPI applies to one call (``msg_bytes`` in Open MPI's own measure), or None
+        where it uses its fixed decision (no rule, or a rule with algorithm 0)."""
+        block = self.block_at(collective, nprocs)
+        if block is None:
+            return None
+        if self.format == "classic":
             rule = None
             for candidate in block.rules:
                 if candidate.msg_lo > msg_bytes:
                     break
                 rule = candidate
         else:
-            block = next((b for b in blocks if b.comm_lo <= nprocs and (b.comm_hi is None or nprocs <= b.comm_hi)),
-                         None)
-            rules = block.rules if block else ()
-            rule = next((r for r in rules if r.msg_lo <= msg_bytes and (r.msg_hi is None or msg_bytes <= r.msg_hi)),
+            rule = next((r for r in block.rules if r.msg_lo <= msg_bytes and (r.msg_hi is None or msg_bytes <= r.msg_hi)),
                         None)
         return rule if rule is not None and rule.alg != 0 else None
 
@@ -152,6 +158,18 @@ def rule_fields(choice: Choice, collective: Collective) -> tuple[int, int, int, 
             raise InputError(f"{choice.label}: a rules file cannot set {param.name} (Open MPI takes it from an "
                              f"MCA parameter: {param.help})", where=collective.value)
     return algorithm.id, fields["faninout"], fields["segsize"], fields.get("max_requests")
+
+
+def choice_of_rule(rule: OmpiRule, collective: Collective) -> Choice:
+    """The algorithm and parameters a rule makes Open MPI run (the inverse of :func:`rule_fields`): the
+    tunables the rule carries, where non-zero, and every other at its default."""
+    from commcost.collectives import find
+
+    algorithm = find(collective, str(rule.alg))
+    fields = {"faninout": rule.faninout, "segsize": rule.segsize, "max_requests": rule.max_requests}
+    carried = CARRIED.get((collective, rule.alg), {})
+    given = {name: fields[field] for name, field in carried.items() if fields[field]}
+    return Choice(algorithm, algorithm.resolve_params(given))
 
 
 def _rule(step: Step, collective: Collective) -> OmpiRule:
@@ -195,7 +213,7 @@ def _classic_text(rules: OmpiRules, sources: list[str], provenance: Iterable[str
     lines = ["rule-file-version-2",  # must be the file's first bytes: Open MPI fscanf()s it before anything else
              "# Open MPI coll/tuned dynamic rules, written by commcost"]
     lines += [f"# {line}" for line in provenance]
-    lines += [f"# from: {source}" for source in sources if source]
+    lines += [f"# from: {source}" for source in dict.fromkeys(sources) if source]
     lines += [f"{len(rules.collectives)}  # collectives"]
     for name, blocks in rules.collectives.items():
         lines += [f"{COLLECTIVE_NAMES.index(name)}  # collective id: {name}", f"{len(blocks)}  # communicator sizes"]

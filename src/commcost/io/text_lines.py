@@ -7,12 +7,19 @@ from pathlib import Path
 from commcost.errors import InputError
 
 
-def data_lines(path: str | Path, what: str) -> list[tuple[int, list[str]]]:
-    """(line number, fields) of every line that has something left once its '#' comment is cut off."""
+def text_of(path: str | Path, what: str) -> str:
+    """The file's text; InputError naming the file and ``what`` it should be where it cannot be read."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read the {what} ({exc.strerror})", source=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError(f"the {what} is not UTF-8 text", source=str(path)) from None
+
+
+def data_lines(path: str | Path, what: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of every line that has something left once its '#' comment is cut off."""
+    lines = text_of(path, what).splitlines()
     out = []
     for lineno, line in enumerate(lines, start=1):
         fields = line.split("#", 1)[0].split()

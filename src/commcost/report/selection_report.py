@@ -17,6 +17,9 @@ from commcost.selection.decision import Choice, Selection
 from commcost.units import format_nbytes
 
 
+DEFAULT_LABEL = "(no rule: the library's default)"
+
+
 def rule_rows(selection: Selection) -> list[dict[str, Any]]:
     """One plain row per rule: ranges, algorithm, Open MPI id, tunables."""
     return [{"procs": [r.procs_lo, r.procs_hi], "nbytes": [r.nbytes_lo, r.nbytes_hi],
@@ -35,6 +38,10 @@ def render_rules(selection: Selection, title: str) -> str:
             upto = (f"< {format_nbytes(rule.nbytes_hi + 1)}" if k < len(rules) - 1
                     else f"<= {format_nbytes(rule.nbytes_hi)}")
             lines.append(f"    {format_nbytes(rule.nbytes_lo):>9} <= n {upto:<12} {rule.choice.label:<36} {ident}")
+            after = rules[k + 1].nbytes_lo if k + 1 < len(rules) else None
+            if after is not None and after > rule.nbytes_hi + 1:  # no rule: the library's default decides
+                gap = f"< {format_nbytes(after)}"
+                lines.append(f"    {format_nbytes(rule.nbytes_hi + 1):>9} <= n {gap:<12} {DEFAULT_LABEL}")
     return "\n".join(lines)
 
 
@@ -53,7 +60,7 @@ def grid_csv(procs: Sequence[int], sizes: Sequence[int], columns: dict[str, Any]
     return out.getvalue()
 
 
-def plot_map(path: str | Path, procs: Sequence[int], sizes: Sequence[int], chosen: Sequence[Sequence[Choice]],
+def plot_map(path: str | Path, procs: Sequence[int], sizes: Sequence[int], chosen: Sequence[Sequence[Choice | None]],
              title: str) -> None:
     """Write a PNG: one cell per (P, n) of the grid, coloured by the chosen algorithm (with its tunables)."""
     import matplotlib
@@ -63,9 +70,9 @@ def plot_map(path: str | Path, procs: Sequence[int], sizes: Sequence[int], chose
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    labels = sorted({c.label for row in chosen for c in row})
+    labels = sorted({c.label if c is not None else DEFAULT_LABEL for row in chosen for c in row})
     index = {label: i for i, label in enumerate(labels)}
-    table = np.array([[index[c.label] for c in row] for row in chosen])
+    table = np.array([[index[c.label if c is not None else DEFAULT_LABEL] for c in row] for row in chosen])
     colours = plt.get_cmap("tab20" if len(labels) > 10 else "tab10").colors[:len(labels)]
     fig, ax = plt.subplots(figsize=(9, 5.5))
     ax.imshow(table, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,

@@ -90,7 +90,7 @@ class Selection:
 
 
 def compress(collective: Collective, library: str, procs: Iterable[int], sizes: Iterable[int],
-             choices: list[list[Choice]], source: str = "") -> Selection:
+             choices: list[list[Choice | None]], source: str = "") -> Selection:
     """Rules from a grid of decisions ``choices[p][m]`` at process counts ``procs`` and sizes ``sizes``.
 
     Along message sizes, neighbouring sizes with the same choice merge; a
@@ -98,12 +98,14 @@ def compress(collective: Collective, library: str, procs: Iterable[int], sizes: 
     size (the last one to the largest size of the grid), so every size
     between grid points takes the decision of the grid point below it, as
     the libraries' rule files read. Process counts whose rows are equal
-    merge the same way into bands.
+    merge the same way into bands. A None choice writes no rule: the
+    library's own decision stays there (a gap, which every tuning file
+    writer fills with the library's default).
     """
     procs, sizes = list(procs), list(sizes)
-    rows: list[list[tuple[int, int, Choice]]] = []
+    rows: list[list[tuple[int, int, Choice | None]]] = []
     for p_index in range(len(procs)):
-        runs: list[tuple[int, int, Choice]] = []
+        runs: list[tuple[int, int, Choice | None]] = []
         for m_index, nbytes in enumerate(sizes):
             choice = choices[p_index][m_index]
             if runs and runs[-1][2] == choice:
@@ -118,6 +120,6 @@ def compress(collective: Collective, library: str, procs: Iterable[int], sizes: 
         if p_index < len(procs) and rows[p_index] == rows[start]:
             continue
         hi = procs[p_index] - 1 if p_index < len(procs) else procs[-1]
-        rules += [Rule(procs[start], hi, lo, up, c) for lo, up, c in rows[start]]
+        rules += [Rule(procs[start], hi, lo, up, c) for lo, up, c in rows[start] if c is not None]
         start = p_index
     return Selection(collective, library, tuple(rules), source)

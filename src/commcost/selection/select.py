@@ -21,6 +21,7 @@ paper 004's closed forms the same way.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping as TMapping, Sequence
 
@@ -91,11 +92,13 @@ class SelectionResult:
 
 
 def select(collective: Collective, library: str, choices: Sequence[Choice], procs: Sequence[int],
-           sizes: Sequence[int], price: Pricer, source: str = "") -> SelectionResult:
+           sizes: Sequence[int], price: Pricer, source: str = "", prune: bool = True) -> SelectionResult:
     """Price every candidate at every (P, n) and keep the fastest.
 
     ``time_s[c, p, m]`` is ``inf`` where the pricer proved candidate c no
-    faster than the best before it (see the module docstring).
+    faster than the best before it (see the module docstring); with
+    ``prune=False`` every candidate is priced in full (slower; the margin
+    of each pick to the runner-up needs it).
     """
     if not choices:
         raise ValueError("no candidate algorithms")
@@ -105,10 +108,58 @@ def select(collective: Collective, library: str, choices: Sequence[Choice], proc
         best = np.full(len(sizes), np.inf)
         for c_index in order:
             choice = choices[c_index]
-            time_s[c_index, p_index] = price(choice, nprocs, sizes, best)
+            time_s[c_index, p_index] = price(choice, nprocs, sizes, best if prune else None)
             best = np.minimum(best, time_s[c_index, p_index])
     selection = compress(collective, library, procs, sizes, _chosen(choices, time_s), source)
     return SelectionResult(tuple(choices), tuple(procs), tuple(sizes), time_s, selection)
+
+
+def refine(result: SelectionResult, price: Pricer, prune: bool = True) -> SelectionResult:
+    """The selection with the geometric midpoints priced where neighbouring grid points pick differently.
+
+    A rule reaches from its grid point up to the next one, so where picks
+    change between sizes m_i and m_(i+1) (or process counts P_i and
+    P_(i+1)) everything in between took the lower point's pick unpriced;
+    pricing round(sqrt(m_i m_(i+1))) (and the P midpoint, at every size)
+    halves, in log scale, the stretch a rule covers without a price.
+    """
+    best = result.best_index
+    procs, sizes = list(result.procs), list(result.sizes)
+    mid_sizes = sorted({round(math.sqrt(a * b)) for j, (a, b) in enumerate(zip(sizes, sizes[1:]))
+                        if b - a > 1 and (best[:, j] != best[:, j + 1]).any()} - set(sizes))
+    mid_procs = sorted({round(math.sqrt(a * b)) for i, (a, b) in enumerate(zip(procs, procs[1:]))
+                        if b - a > 1 and (best[i] != best[i + 1]).any()} - set(procs))
+    if not mid_sizes and not mid_procs:
+        return result
+    all_procs, all_sizes = sorted(procs + mid_procs), sorted(sizes + mid_sizes)
+    time_s = np.full((len(result.choices), len(all_procs), len(all_sizes)), np.inf)
+    p_at = {p: i for i, p in enumerate(all_procs)}
+    m_at = {m: j for j, m in enumerate(all_sizes)}
+    time_s[np.ix_(range(len(result.choices)), [p_at[p] for p in procs], [m_at[m] for m in sizes])] = result.time_s
+    collective, library = result.selection.collective, result.selection.library
+    if mid_sizes:
+        extra = select(collective, library, result.choices, procs, mid_sizes, price, prune=prune).time_s
+        time_s[np.ix_(range(len(result.choices)), [p_at[p] for p in procs], [m_at[m] for m in mid_sizes])] = extra
+    if mid_procs:
+        extra = select(collective, library, result.choices, mid_procs, all_sizes, price, prune=prune).time_s
+        time_s[:, [p_at[p] for p in mid_procs], :] = extra
+    selection = compress(collective, library, all_procs, all_sizes, _chosen(result.choices, time_s),
+                         result.selection.source)
+    return SelectionResult(result.choices, tuple(all_procs), tuple(all_sizes), time_s, selection)
+
+
+def keep_default(result: SelectionResult, default_s: np.ndarray, min_gain: float,
+                 source: str = "") -> tuple[Selection, np.ndarray]:
+    """The selection with no rule (the library's default decides) wherever the predicted gain over the
+    default, ``default_s / best``, is under ``1 + min_gain``: a rule that changes the algorithm must be
+    predicted faster by more than the model's error, not merely tied or a few percent ahead (a tie broken
+    the wrong way is a slower collective for every user). ``default_s[p, m]`` is the default's predicted
+    time (inf where unknown: the best pick stands). Returns the Selection and the ``[p, m]`` mask of the
+    points kept at the default."""
+    kept = np.isfinite(default_s) & (default_s <= result.best_time_s * (1.0 + min_gain))
+    chosen = [[None if kept[i, j] else c for j, c in enumerate(row)] for i, row in enumerate(result.chosen)]
+    return compress(result.selection.collective, result.selection.library, result.procs, result.sizes, chosen,
+                    source or result.selection.source), kept
 
 
 def _chosen(choices: Sequence[Choice], time_s: np.ndarray) -> list[list[Choice]]:
