@@ -251,3 +251,36 @@ def test_verify_times_han_default_against_flat_rules_on_two_nodes(cluster, tmp_p
         assert p["default_s"] > 0 and p["rules_s"] > 0
     assert points[1]["measured_gain"] < 0.8  # two network transfers of 256 KiB against one
     print(out)  # the measured table, for the issue note (pytest -s)
+
+
+@needs_netns
+def test_tune_end_to_end_on_two_nodes(tmp_path):
+    """Issue 12: `commcost tune` on two nodes: shm calibrated on one node, tcp across two (per-channel launch
+    lines), rules for 2 ranks per node, then the measured check on 2 x 2 ranks through a line that forwards the
+    parameter file. Every point of the check runs on 2 nodes, and what runs either way is what the files say."""
+    from commcost.cli.main import main
+    from commcost.collectives import Collective
+    from commcost.io.deployed_rules import DeployedRules, open_mpi_default
+
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    with netns_cluster(tmp_path / "cluster", nnodes=2, slots=2, prefix=f"ct{os.getpid() % 10000}") as cluster:
+        shm = shlex.join(cluster.mpirun(2, extra=["--host", f"{cluster.nodes[0]}:2", *YIELD]))
+        tcp = shlex.join(cluster.mpirun(2, extra=["--map-by", "node", *YIELD]))
+        check = shlex.join(cluster.mpirun(4, extra=["-x", "OMPI_MCA_mca_base_param_files", *YIELD]))
+        out = tmp_path / "run"
+        code = main(["tune", "--procs", "2", "--budget", "120", "--out", str(out), "--ppn", "2", "--select-procs",
+                     "2..16", "--sizes", "1..1MiB", "--channel-launcher", f"shm={shm}", "--channel-launcher",
+                     f"tcp={tcp}", "--verify-launcher", check, "--verify-procs", "4", "--quiet"])
+    assert code == 0
+    rows = read_measurements(out / "measurements.csv")
+    assert {m.nnodes for m in rows if m.channel == "shm"} == {1} and {m.nnodes for m in rows if m.channel == "tcp"} == {2}
+    report = json.loads((out / "report.json").read_text())
+    deployed = DeployedRules.load(out / "mca-params.conf")
+    points = report["verify"]["points"]
+    assert points and all(p["nnodes"] == 2 and p["default_s"] > 0 and p["rules_s"] > 0 for p in points)
+    for p in points:
+        assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
+        assert p["rules_run"] == deployed.runs(Collective.BCAST, 4, p["nbytes"], 2).label
+    assert report["selections"]["bcast.ompi"]["grid"] and report["converged_share"] is not None

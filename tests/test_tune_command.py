@@ -150,3 +150,26 @@ def _inner_ids(rules, algorithm, nprocs: int, nbytes: int) -> dict[str, int] | N
         else:
             out[param.name] = decide(inner, nprocs, nbytes).id
     return out
+
+
+def test_slurm_form_builds_one_node_two_node_and_full_lines(tmp_path, monkeypatch):
+    """``tune --nodes N --ppn K``: srun lines, shm on one node, the network run with ranks alternating over
+    two nodes (the ping-pong crosses them), the check on N x K ranks in blocks; bad combinations in one line."""
+    from commcost.cli.tune_command import slurm_lines
+    from commcost.errors import InputError
+
+    fake = tmp_path / "srun"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    lines = slurm_lines(4, 32, 8)
+    assert lines == {"shm": "srun -N 1 -n 8 --cpu-bind=none",
+                     "tcp": "srun -N 2 -n 8 --distribution=cyclic --cpu-bind=none",
+                     "verify": "srun -N 4 --ntasks-per-node 32 --distribution=block --cpu-bind=none"}
+    with pytest.raises(InputError, match="at least 2 nodes"):
+        slurm_lines(1, 32, 8)
+    with pytest.raises(InputError, match="--procs <= --ppn"):
+        slurm_lines(2, 4, 8)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(InputError, match="no srun on PATH"):
+        slurm_lines(2, 32, 8)

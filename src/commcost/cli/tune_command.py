@@ -56,6 +56,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",
                    help="launch command for one channel's calibration runs (repeatable), as in calibrate: "
                         "shm='mpirun -np 2 --host a:2' tcp='mpirun -np 2 --host a,b'")
+    p.add_argument("--nodes", type=int,
+                   help="inside a Slurm allocation: build the launch lines with srun (shm runs on one node, the "
+                        "network runs across two with ranks alternating, the check on NODES x --ppn ranks)")
     p.add_argument("--verify-launcher", help="launch command of the with/without-rules timing (default: "
                                              "--launcher, else the network channel's line, else the embedded mpirun)")
     p.add_argument("--verify-procs", help="rank counts of the measured check, comma-separated (default: --procs)")
@@ -70,6 +73,26 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged "
                         f"or the fit's mean proportional error exceeds {MU_BOUND}")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def slurm_lines(nodes: int, ppn: int, procs: int) -> dict[str, str]:
+    """srun lines for a calibration inside a Slurm allocation: ``shm`` all ``procs`` ranks on one node,
+    ``tcp`` ``procs`` ranks on two nodes placed alternately (ranks 0 and 1 of the ping-pong on different
+    nodes), ``verify`` ``nodes`` x ``ppn`` ranks in blocks, as the rules assume."""
+    import shutil
+
+    if nodes < 2:
+        raise InputError(f"expected at least 2 nodes, got {nodes}", where="--nodes")
+    if procs > ppn:
+        raise InputError(f"the shm runs put --procs {procs} ranks on one node of --ppn {ppn}; expected --procs "
+                         f"<= --ppn", where="--procs")
+    if shutil.which("srun") is None:
+        raise InputError("--nodes builds srun lines and there is no srun on PATH; on another launcher give "
+                         "--channel-launcher shm=... --channel-launcher tcp=... and --verify-launcher",
+                         where="--nodes")
+    return {"shm": f"srun -N 1 -n {procs} --cpu-bind=none",
+            "tcp": f"srun -N 2 -n {procs} --distribution=cyclic --cpu-bind=none",
+            "verify": f"srun -N {nodes} --ntasks-per-node {ppn} --distribution=block --cpu-bind=none"}
 
 
 def _fraction(text: str) -> float:
@@ -150,6 +173,14 @@ def _tune_steps(args: argparse.Namespace) -> int:
         raise InputError(f"expected a budget over {reserve + verify_s + 10:.0f} s (calibration, selection"
                          + ("" if args.no_verify else " and the measured check; --no-verify skips it") + ")",
                          where="--budget")
+    if args.nodes is not None:
+        if args.launcher or args.channel_launcher:
+            raise InputError("--nodes builds the launch lines; expected it without --launcher/--channel-launcher",
+                             where="--nodes")
+        lines = slurm_lines(args.nodes, args.ppn, args.procs)
+        args.channel_launcher = [f"{c}={lines[c]}" for c in ("shm", "tcp")]
+        args.verify_launcher = args.verify_launcher or lines["verify"]
+        args.verify_procs = args.verify_procs or str(args.nodes * args.ppn)
     launchers = channel_launchers(args.channel_launcher)  # bad lines fail here, before anything is measured
     for line in [args.launcher, args.verify_launcher, *launchers.values()]:
         check_launch_line(line)
@@ -177,13 +208,20 @@ def _tune_steps(args: argparse.Namespace) -> int:
         return code
     params_path = args.out / "params.toml"
     params = load_params(params_path)
-    model = "taulop" if "taulop" in params.sections else "hockney"
-    fitted = params.for_model(model)
-    channels = sorted(fitted.tables if model == "taulop" else fitted.channels)
-    network = next((c for c in NETWORK_CHANNELS if c in channels), None)
-    if "shm" not in channels or network is None:
-        raise InputError(f"the calibration fitted {model} for channels {channels}; expected shm and one of "
-                         f"{list(NETWORK_CHANNELS)}", source=str(params_path))
+    fitted_channels = {}
+    for name in ("taulop", "hockney"):  # tau-Lop where Ring_tau covered both channels, else Hockney
+        if name in params.sections:
+            fitted = params.for_model(name)
+            fitted_channels[name] = sorted(fitted.tables if name == "taulop" else fitted.channels)
+    model = next((name for name, chans in fitted_channels.items()
+                  if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
+    if model is None:
+        raise InputError(f"the calibration fitted {fitted_channels or 'nothing'}; expected shm and one of "
+                         f"{list(NETWORK_CHANNELS)} under one model (a larger --budget?)", source=str(params_path))
+    if model != "taulop" and "taulop" in fitted_channels:
+        print(f"  tau-Lop fitted only {', '.join(fitted_channels['taulop'])}: selecting under Hockney", flush=True)
+    channels = fitted_channels[model]
+    network = next(c for c in NETWORK_CHANNELS if c in channels)
 
     share = params.meta.get("converged_share")
     if isinstance(share, (int, float)) and share < CONVERGED_FLOOR:
