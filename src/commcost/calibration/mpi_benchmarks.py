@@ -394,7 +394,7 @@ def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_rep
     """
     if name not in COLLECTIVES:
         raise ValueError(f"unknown collective {name!r}; expected one of {', '.join(COLLECTIVES)}")
-    size, rank = comm.Get_size(), comm.Get_rank()
+    size = comm.Get_size()
     n = int(nbytes)
     if name in ("reduce", "allreduce"):
         count = max(n // 8, 1)
