@@ -42,7 +42,7 @@ from commcost.cli.main import command
 from commcost.errors import InputError
 
 CHANNELS = ("shm", "tcp")
-NETWORK_CHANNELS = ("tcp", "ib", "net")
+NETWORK_CHANNELS = ("ib", "tcp", "net")  # network channel names, preferred first
 ALL_SIZES = tuple(4 ** k for k in range(12))  # 1 B .. 4 MiB
 STARTUP_S = 3.0  # what one mpirun start-up and warm-up is allowed
 FIT_S = 6.0  # kept back from the budget for the fits and the parameter file

@@ -29,11 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from commcost.calibration.plan import TIMED_COLLECTIVES
-from commcost.cli.calibrate_command import channel_launchers, check_launch_line
+from commcost.cli.calibrate_command import NETWORK_CHANNELS, channel_launchers, check_launch_line
 from commcost.cli.main import command, main
 from commcost.errors import InputError
 
-NETWORK_CHANNELS = ("ib", "tcp", "net")
 VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
 CONVERGED_FLOOR = 0.8  # under this share of converged points tune warns (and with --strict writes nothing)
 MU_BOUND = 1.5  # nor over this mean proportional error of the fit (paper 000's mu; 1 is exact)
@@ -93,6 +92,19 @@ def slurm_lines(nodes: int, ppn: int, procs: int) -> dict[str, str]:
     return {"shm": f"srun -N 1 -n {procs} --cpu-bind=none",
             "tcp": f"srun -N 2 -n {procs} --distribution=cyclic --cpu-bind=none",
             "verify": f"srun -N {nodes} --ntasks-per-node {ppn} --distribution=block --cpu-bind=none"}
+
+
+def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
+    """The model tune selects under, and the channels each fitted model covers: tau-Lop where Ring_tau
+    covered shm and a network channel, else Hockney where the ping-pong did, else None."""
+    fitted_channels = {}
+    for name in ("taulop", "hockney"):
+        if name in params.sections:
+            fitted = params.for_model(name)
+            fitted_channels[name] = sorted(fitted.tables if name == "taulop" else fitted.channels)
+    model = next((name for name, chans in fitted_channels.items()
+                  if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
+    return model, fitted_channels
 
 
 def _fraction(text: str) -> float:
@@ -208,13 +220,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
         return code
     params_path = args.out / "params.toml"
     params = load_params(params_path)
-    fitted_channels = {}
-    for name in ("taulop", "hockney"):  # tau-Lop where Ring_tau covered both channels, else Hockney
-        if name in params.sections:
-            fitted = params.for_model(name)
-            fitted_channels[name] = sorted(fitted.tables if name == "taulop" else fitted.channels)
-    model = next((name for name, chans in fitted_channels.items()
-                  if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
+    model, fitted_channels = selection_model(params)
     if model is None:
         raise InputError(f"the calibration fitted {fitted_channels or 'nothing'}; expected shm and one of "
                          f"{list(NETWORK_CHANNELS)} under one model (a larger --budget?)", source=str(params_path))
@@ -361,12 +367,10 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
     """One selection through the select command's own pieces, midpoints priced where picks change and
     Open MPI's default kept where the predicted gain is under ``--min-gain``; returns (the Selection to
     write, report text, the per-point confidence for report.json)."""
-    import numpy as np
-
-    from commcost.cli.select_command import make_pricer, ompi_default_times, variables, _predicted_penalty
+    from commcost.cli.select_command import _finite, _predicted_penalty, make_pricer, ompi_default_times, variables
     from commcost.report.selection_report import plot_map, render_penalties, render_rules
     from commcost.selection.confidence import margins, region_counts, regions
-    from commcost.selection.select import candidates, keep_default, refine, select
+    from commcost.selection.select import candidates, keep_default, picks_or_default, refine, select
 
     opts = argparse.Namespace(params=params_path, platform=platform_path, model=model, library=library,
                               collective=collective.value, ppn=None, mapping=None, root=0, segsizes=args.segsizes,
@@ -382,7 +386,7 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
     selection = result.selection
     if default:
         selection, kept = keep_default(result, default_s, args.min_gain, source)
-    chosen = [[None if kept[i, j] else c for j, c in enumerate(row)] for i, row in enumerate(result.chosen)]
+    chosen = picks_or_default(result, kept)
     title = f"{collective.value} ({library}): best algorithm by {model}"
     plot_map(args.out / f"{collective.value}-{library}-map.png", procs, sizes, chosen, title)
     text = render_rules(selection, title)
@@ -420,8 +424,3 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
             "margin_median": float(np.median(finite)) if finite.size else None,
             "margin_under_5pct": int((finite < 0.05).sum()), "grid": points}
     return selection, text, info
-
-
-def _finite(value) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None

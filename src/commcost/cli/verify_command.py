@@ -193,12 +193,15 @@ def _pricer(rules_dir: Path, collective, nprocs: int):
     """A pricer under the parameters and platform tune wrote into ``rules_dir`` (None without them), with the
     platform's nodes of the mapping for ``nprocs`` ranks."""
     from commcost.cli.select_command import make_pricer
+    from commcost.cli.tune_command import selection_model
     from commcost.io.params_file import load_params
 
     params, platform = rules_dir / "params.toml", rules_dir / "platform.toml"
     if not (params.is_file() and platform.is_file()):
         return None
-    model = "taulop" if "taulop" in load_params(params).sections else "hockney"
+    model, _ = selection_model(load_params(params))
+    if model is None:
+        return None
     opts = argparse.Namespace(params=params, platform=platform, model=model, library="ompi",
                               collective=collective.value, ppn=None, mapping=None, root=0)
     return make_pricer(opts, [nprocs]), model

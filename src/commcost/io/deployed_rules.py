@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commcost.collectives import Collective, find
+from commcost.collectives.ompi_han import HAN_ALGORITHMS
 from commcost.errors import InputError
 from commcost.io.han_rules import HAN_COLLECTIVES, read_mca_params
 from commcost.io.han_rules_read import HanRules, read_han_rules
@@ -32,7 +33,8 @@ from commcost.io.ompi_rules import BLOCK_COLLECTIVES, OmpiRules, choice_of_rule
 from commcost.io.ompi_rules_read import read_ompi_rules
 from commcost.selection.decision import Choice
 
-HAN_NAMES = {"": "ompi.han", "intra": "ompi.han", "simple": "ompi.han_simple"}
+# han's @name (none: its default, intra) -> commcost's registry name
+HAN_NAMES = {"": "ompi.han", **{at: f"ompi.{name}" for name, at in HAN_ALGORITHMS.items()}}
 
 
 @dataclass(frozen=True)
@@ -113,13 +115,8 @@ class DeployedRules:
         factor = nprocs if collective in BLOCK_COLLECTIVES else 1
         for rule in block.rules if block else ():
             out.add(math.ceil(rule.msg_lo / factor))
-        if self.han:
-            configs = self.han.collectives.get(collective.value, {}).get("global_communicator", ())
-            config = None
-            for candidate in configs:
-                if candidate.comm_lo <= nprocs:
-                    config = candidate
-            out.update(r.msg_lo for r in (config.rules if config else ()))
+        config = self.han.config_at(collective.value, nprocs) if self.han else None
+        out.update(r.msg_lo for r in (config.rules if config else ()))
         return sorted(out)
 
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from commcost.collectives.ompi_han import HAN_ALGORITHMS
 from commcost.errors import InputError
 from commcost.io.text_lines import data_lines
 
 LEVELS = ("intra_node", "inter_node", "global_communicator")
 COMPONENTS = ("self", "basic", "libnbc", "tuned", "sm", "adapt", "han", "xhc", "acoll", "smdirect")
-HAN_ALGORITHM_NAMES = ("intra", "simple")
+HAN_ALGORITHM_NAMES = tuple(HAN_ALGORITHMS.values())  # han's @names
 
 
 @dataclass(frozen=True)
@@ -57,15 +58,19 @@ class HanRules:
 
     collectives: dict[str, dict[str, tuple[HanConfig, ...]]]
 
-    def decide(self, collective: str, nprocs: int, nbytes: int, level: str = "global_communicator") -> HanRule | None:
-        """The rule han's selector applies to a call of ``nbytes`` on ``nprocs`` ranks at ``level``; None
-        where the file has none (han then takes its MCA default component)."""
-        configs = self.collectives.get(collective, {}).get(level, ())
+    def config_at(self, collective: str, nprocs: int, level: str = "global_communicator") -> HanConfig | None:
+        """The configuration a communicator of ``nprocs`` ranks takes its rules from at ``level``."""
         config = None
-        for candidate in configs:
+        for candidate in self.collectives.get(collective, {}).get(level, ()):
             if candidate.comm_lo > nprocs:
                 break
             config = candidate
+        return config
+
+    def decide(self, collective: str, nprocs: int, nbytes: int, level: str = "global_communicator") -> HanRule | None:
+        """The rule han's selector applies to a call of ``nbytes`` on ``nprocs`` ranks at ``level``; None
+        where the file has none (han then takes its MCA default component)."""
+        config = self.config_at(collective, nprocs, level)
         if config is None:
             return None
         rule = None

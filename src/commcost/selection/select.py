@@ -157,9 +157,13 @@ def keep_default(result: SelectionResult, default_s: np.ndarray, min_gain: float
     time (inf where unknown: the best pick stands). Returns the Selection and the ``[p, m]`` mask of the
     points kept at the default."""
     kept = np.isfinite(default_s) & (default_s <= result.best_time_s * (1.0 + min_gain))
-    chosen = [[None if kept[i, j] else c for j, c in enumerate(row)] for i, row in enumerate(result.chosen)]
-    return compress(result.selection.collective, result.selection.library, result.procs, result.sizes, chosen,
-                    source or result.selection.source), kept
+    return compress(result.selection.collective, result.selection.library, result.procs, result.sizes,
+                    picks_or_default(result, kept), source or result.selection.source), kept
+
+
+def picks_or_default(result: SelectionResult, kept: np.ndarray) -> list[list[Choice | None]]:
+    """``[p][m]``: the fastest candidate, or None (no rule: the library's default) where ``kept``."""
+    return [[None if kept[i, j] else c for j, c in enumerate(row)] for i, row in enumerate(result.chosen)]
 
 
 def _chosen(choices: Sequence[Choice], time_s: np.ndarray) -> list[list[Choice]]:
