@@ -65,3 +65,15 @@ def hockney_path(schedule, t: float = 1.0) -> float:
         start = max([last.get(src, 0.0)] + [end[j] for j in schedule.after(i).tolist()])
         end[i] = last[src] = start + t
     return max(end, default=0.0)
+
+
+def edges_of(cs) -> list[tuple[int, int, float]]:
+    """(src, dst, nbytes) of every transmission, in recorded order."""
+    s = cs.schedule
+    return list(zip(s.src.tolist(), s.dst.tolist(), s.nbytes.tolist()))
+
+
+def waited_by(cs) -> dict[int, set[int]]:
+    """The transmissions each transmission waits for, by id."""
+    s = cs.schedule
+    return {i: set(s.after_idx[s.after_ptr[i]:s.after_ptr[i + 1]].tolist()) for i in range(s.ntransmissions)}

@@ -14,8 +14,10 @@ trees), which :func:`traffic_of_schedule` lets one compare with commcost's
 schedule of the algorithm.
 
 Run as a program under mpirun (``python ompi_monitoring.py <collective>
-<nbytes> <root>``) it makes one call of the collective with ``nbytes`` as
-commcost's ``Case.nbytes`` (unsigned chars, MPI_SUM for the reductions).
+<nbytes> <root> [<calls>]``) it makes one call (or ``calls``) of the collective
+with ``nbytes`` as commcost's ``Case.nbytes`` (unsigned chars, MPI_SUM for the
+reductions). Two calls less one isolate a call's own messages from the
+set-up a component does at its first call (coll/han's sub-communicators).
 """
 
 from __future__ import annotations
@@ -126,4 +128,5 @@ def _call(collective: str, nbytes: int, root: int) -> None:
 
 
 if __name__ == "__main__":
-    _call(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    for _ in range(int(sys.argv[4]) if len(sys.argv) > 4 else 1):
+        _call(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

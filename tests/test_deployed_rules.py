@@ -109,7 +109,9 @@ def test_one_node_runs_tuned_rules_and_several_nodes_han_rules(tmp_path):
     # Open MPI without files: han on several nodes, the fixed decision on one
     assert open_mpi_default(Collective.BCAST, 16, 10, 2).choice == _choice(HAN)
     assert open_mpi_default(Collective.BCAST, 16, 10, 1).label.startswith("fixed: ")
-    assert open_mpi_default(Collective.REDUCE, 16, 10, 2).label == "han default: han (not modelled)"
+    assert open_mpi_default(Collective.REDUCE, 16, 10, 2).label == "han default: han"
+    assert open_mpi_default(Collective.GATHER, 16, 10, 2).label == "han default: han_simple"  # han's gather default
+    assert open_mpi_default(Collective.ALLTOALL, 16, 10, 2).label.startswith("fixed: ")  # not a han collective
 
 
 def test_coll_without_han_leaves_every_call_to_tuned(tmp_path):

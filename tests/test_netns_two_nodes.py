@@ -221,6 +221,82 @@ def test_written_mca_params_file_alone_decides_between_han_and_flat_tuned_on_two
             assert all(expected[pair] <= seen[pair] < expected[pair] + 1024 for pair in seen), seen
 
 
+def _call_traffic(cluster: NetnsCluster, tmp_path: Path, collective: str, nbytes: int, root: int,
+                  conf: Path | None = None) -> dict:
+    """Messages per (src, dst) of one call of ``collective`` on 2 nodes x 2, (bytes, messages) from pml
+    monitoring: two calls less one, so a component's one-off set-up at its first call (han's
+    sub-communicators) drops out. Under Open MPI's defaults, or with only ``conf`` as parameter file."""
+    import ompi_monitoring
+
+    env, forward = dict(ENV), []
+    if conf is not None:
+        env["OMPI_MCA_mca_base_param_files"] = str(conf)
+        forward = ["-x", "OMPI_MCA_mca_base_param_files"]
+    totals = []
+    for calls in (1, 2):
+        prof = tmp_path / f"{collective}{nbytes}-{'' if conf is None else conf.parent.name}-{calls}"
+        prof.mkdir()
+        mon = ["--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "3",
+               "--mca", "pml_monitoring_filename", str(prof / "prof"), *YIELD]
+        line = cluster.mpirun(4, extra=[*forward, *mon, sys.executable, ompi_monitoring.__file__, collective,
+                                        str(nbytes), str(root), str(calls)])
+        proc = subprocess.run(line, capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        totals.append(ompi_monitoring.parse_profiles(prof))
+    once, twice = totals
+    seen = {pair: (twice[pair][0] - once.get(pair, (0, 0))[0], twice[pair][1] - once.get(pair, (0, 0))[1])
+            for pair in twice}
+    return {pair: value for pair, value in seen.items() if value != (0, 0)}
+
+
+@needs_netns
+def test_open_mpi_default_on_two_nodes_sends_exactly_the_han_schedules(cluster, tmp_path):
+    """Issue 12 item 1: with no parameter file, Open MPI 5 on 2 nodes x 2 runs coll/han for reduce, allreduce,
+    gather, scatter and allgather, and one call sends, pair by pair, exactly the bytes *and the number of
+    messages* of commcost's schedule of han's default (two calls less one, so han's one-off set-up of its
+    sub-communicators drops out). The counts pin the inner algorithms: reduce's 200,000 bytes go up in
+    3 x 8 libnbc chain fragments of 8 KiB plus the last segment whole (25 messages 1 -> 3), allreduce's
+    300,000 bytes in 4 x 8 + 1 (2 -> 0), and the others are tuned's fixed picks on each level."""
+    import ompi_monitoring
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.collectives.ompi_han import default_name
+
+    for name, nbytes, root in (("reduce", 200_000, 3), ("allreduce", 300_000, 0), ("gather", 4096, 1),
+                               ("scatter", 4096, 2), ("allgather", 100_000, 0)):
+        seen = _call_traffic(cluster, tmp_path, name, nbytes, root)
+        collective = Collective(name)
+        algorithm = find(collective, f"ompi.{default_name(collective)}")
+        schedule = build(algorithm, Case(collective, 4, nbytes, root), {"ppn": 2}).schedule
+        assert seen == ompi_monitoring.traffic_of_schedule(schedule), name
+
+
+@needs_netns
+def test_written_files_decide_allreduce_and_reduce_between_han_and_flat_tuned_on_two_nodes(cluster, tmp_path):
+    """Issue 12 items 1-4 beyond bcast: under only the mca-params file commcost writes, one allreduce (and one
+    reduce) on 2 nodes x 2 sends exactly the transmissions of the schedule the selection names, for a
+    flat coll/tuned pick (han's rule hands the call to tuned, tuned's rule names the algorithm) and for han."""
+    import ompi_monitoring
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.io.han_rules import mca_params_text, write_han_rules
+    from commcost.io.ompi_rules import write_ompi_rules
+    from commcost.selection.decision import Choice, compress
+
+    for collective, flat_name, nbytes, root in ((Collective.ALLREDUCE, "recursive_doubling", 4096, 0),
+                                                (Collective.REDUCE, "linear", 100_000, 1)):
+        for algorithm in (find(collective, flat_name), find(collective, "ompi.han")):
+            choice = Choice(algorithm, algorithm.resolve_params())
+            folder = tmp_path / f"{collective.value}-{algorithm.name}"
+            folder.mkdir()
+            selection = compress(collective, "ompi", [4], [1, 1 << 20], [[choice, choice]], "test")
+            write_ompi_rules([selection], folder / "tuned.conf")
+            write_han_rules([selection], folder / "han.conf")
+            (folder / "mca-params.conf").write_text(mca_params_text(folder / "tuned.conf", folder / "han.conf"))
+            seen = _call_traffic(cluster, tmp_path, collective.value, nbytes, root, folder / "mca-params.conf")
+            params = {**choice.params, "ppn": 2} if algorithm.id is None else choice.params
+            schedule = build(algorithm, Case(collective, 4, nbytes, root), params).schedule
+            assert seen == ompi_monitoring.traffic_of_schedule(schedule), (collective.value, algorithm.name)
+
+
 @needs_netns
 def test_verify_times_han_default_against_flat_rules_on_two_nodes(cluster, tmp_path, capsys):
     """Issue 12 item 7 on two nodes: commcost verify through the two-node launch line times Open MPI's default

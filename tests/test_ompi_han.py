@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from collective_helpers import edges_of, waited_by
 from commcost.collectives import Case, Collective, build, find
 from commcost.collectives.dataflow import check
 from commcost.collectives.ompi_han import (LIBNBC_BINOMIAL, libnbc_ibcast, nodes_of, placement_ppn,
@@ -17,16 +18,6 @@ from commcost.collectives.ompi_fixed import decide
 
 HAN = find(Collective.BCAST, "ompi.han")
 SIMPLE = find(Collective.BCAST, "ompi.han_simple")
-
-
-def _edges(cs) -> list[tuple[int, int, float]]:
-    s = cs.schedule
-    return list(zip(s.src.tolist(), s.dst.tolist(), s.nbytes.tolist()))
-
-
-def _waits(cs) -> dict[int, set[int]]:
-    s = cs.schedule
-    return {i: set(s.after_idx[s.after_ptr[i]:s.after_ptr[i + 1]].tolist()) for i in range(s.ntransmissions)}
 
 
 @pytest.mark.parametrize("algorithm", [HAN, SIMPLE], ids=lambda a: a.name)
@@ -45,21 +36,21 @@ def test_three_segments_on_two_nodes_of_two_by_hand():
     mca_coll_han_bcast_intra: a leader enters ibcast(i + 1) and low(i) once ibcast(i) and low(i - 1) are done
     for it; a non-leader enters low(i) once its low(i - 1) is done."""
     cs = build(HAN, Case(Collective.BCAST, 4, 3), {"ppn": 2, "segsize": 1}, data=True)
-    assert _edges(cs) == [(0, 2, 1.0),  # 0: up 0
+    assert edges_of(cs) == [(0, 2, 1.0),  # 0: up 0
                           (0, 2, 1.0), (0, 1, 1.0), (2, 3, 1.0),  # 1: up 1; 2, 3: low 0
                           (0, 2, 1.0), (0, 1, 1.0), (2, 3, 1.0),  # 4: up 2; 5, 6: low 1
                           (0, 1, 1.0), (2, 3, 1.0)]  # 7, 8: low 2
     assert [spans for spans in cs.payload] == [((0, 1),), ((1, 2),), ((0, 1),), ((0, 1),), ((2, 3),), ((1, 2),),
                                                ((1, 2),), ((2, 3),), ((2, 3),)]
-    assert _waits(cs) == {0: set(), 1: {0}, 2: {0}, 3: {0},
+    assert waited_by(cs) == {0: set(), 1: {0}, 2: {0}, 3: {0},
                           4: {1, 2}, 5: {1, 2}, 6: {1, 3},
                           7: {4, 5}, 8: {4, 6}}
 
 
 def test_simple_is_up_then_down():
     cs = build(SIMPLE, Case(Collective.BCAST, 4, 10, root=3), {"ppn": 2}, data=True)
-    assert _edges(cs) == [(3, 1, 10.0), (1, 0, 10.0), (3, 2, 10.0)]  # leaders have the root's local rank 1
-    assert _waits(cs) == {0: set(), 1: {0}, 2: {0}}
+    assert edges_of(cs) == [(3, 1, 10.0), (1, 0, 10.0), (3, 2, 10.0)]  # leaders have the root's local rank 1
+    assert waited_by(cs) == {0: set(), 1: {0}, 2: {0}}
 
 
 @pytest.mark.parametrize("nprocs,ppn", [(8, 0), (8, 1), (8, 8), (8, 16), (10, 4)])
@@ -72,7 +63,7 @@ def test_where_han_steps_aside_it_is_tuned_fixed_decision_on_the_whole_communica
         flat = build(algorithm, Case(Collective.BCAST, nprocs, nbytes, 1), params)
         for han in (HAN, SIMPLE):
             mine = build(han, Case(Collective.BCAST, nprocs, nbytes, 1), {"ppn": ppn})
-            assert _edges(mine) == _edges(flat)
+            assert edges_of(mine) == edges_of(flat)
 
 
 def test_sub_levels_use_tuned_fixed_decisions_on_their_sizes():
@@ -98,7 +89,7 @@ def test_libnbc_binomial_tree_by_hand():
     check(cs)
     parent_of = {1: 0, 2: 0, 3: 1, 4: 0, 5: 1, 6: 2, 7: 3}
     expected = sorted(((p + 2) % 8, (v + 2) % 8) for v, p in parent_of.items())
-    assert sorted((a, b) for a, b, _ in _edges(cs)) == expected
+    assert sorted((a, b) for a, b, _ in edges_of(cs)) == expected
     assert libnbc_ibcast(4).name == "basic_linear" and libnbc_ibcast(5) is LIBNBC_BINOMIAL
 
 
@@ -183,5 +174,7 @@ def test_open_mpi_default_is_han_on_several_nodes():
     from commcost.cli.select_command import han_default
 
     assert han_default(Collective.BCAST).algorithm is HAN
-    assert han_default(Collective.REDUCE) is None  # not modelled yet: tuned's fixed decision stands in
+    assert han_default(Collective.REDUCE).algorithm.key == "ompi.han"
+    assert han_default(Collective.GATHER).algorithm.key == "ompi.han_simple"  # use_simple_gather is on by default
+    assert han_default(Collective.ALLTOALL) is None  # not modelled: tuned's fixed decision stands in
     assert decide(Collective.BCAST, 8, 65536).name  # the fixed decision han's levels use

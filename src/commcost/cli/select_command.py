@@ -189,7 +189,8 @@ def _select(args: argparse.Namespace) -> int:
         if default:
             print()
             print(render_penalties({"Open MPI default": _predicted_penalty(default_s, result)},
-                                   f"Open MPI's fixed decision against the model's choice, both priced by "
+                                   f"Open MPI's default ({'coll/han on several nodes, ' if han_default(collective) else ''}"
+                                   f"tuned's fixed decision on one) against the model's choice, both priced by "
                                    f"{args.model}:"))
         if args.plot:
             print(f"\n  map: {args.plot}")
@@ -228,11 +229,12 @@ def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price
 def han_default(collective):
     """Open MPI 5's coll/han with its defaults as a Choice, where commcost models han's ``collective``."""
     from commcost.collectives import find
+    from commcost.collectives.ompi_han import default_name
     from commcost.errors import InputError
     from commcost.selection.decision import Choice
 
     try:
-        algorithm = find(collective, "ompi.han")
+        algorithm = find(collective, f"ompi.{default_name(collective)}")
     except InputError:
         return None
     return Choice(algorithm, algorithm.resolve_params())

@@ -6,6 +6,8 @@ from commcost.collectives import (  # noqa: F401  (imported for their registrati
     mpich_bcast,
     ompi_bcast,
     ompi_han,
+    ompi_han_gather,
+    ompi_han_reduce,
     reduce,
     reduce_scatter,
     scatter_gather,

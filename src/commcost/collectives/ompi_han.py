@@ -48,7 +48,7 @@ operations in the calls its program completes before have completed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -64,6 +64,8 @@ from commcost.schedule.schedule import SendMode
 HAN_SEGSIZE = 65536  # coll_han_bcast_segsize, coll_han_reduce_segsize, coll_han_allreduce_segsize defaults
 # han's own algorithms in commcost's registry -> their names in han's rules files (coll_han_algorithms.c)
 HAN_ALGORITHMS = {"han": "intra", "han_simple": "simple"}
+# coll_han_component.c: use_simple_algorithm is true for gather only, so han's default there is "simple"
+SIMPLE_BY_DEFAULT = (Collective.GATHER,)
 LIBNBC_LINEAR_UP_TO = 4  # nbc_ibcast.c: p <= 4 linear, else binomial (coll_libnbc_ibcast_algorithm 0)
 
 PPN = Param("ppn", 0, "ranks per node, nodes filled in blocks (0: one node); han needs 2 or more nodes", 0)
@@ -98,6 +100,12 @@ def placement_ppn(node_of_rank: np.ndarray) -> int | None:
     if len(np.unique(node[np.r_[0, change]])) != len(change) + 1:  # a node's ranks are not consecutive
         return None
     return int(change[0])
+
+
+def default_name(collective: Collective) -> str:
+    """The registry name of the algorithm han runs for ``collective`` with its defaults (no rules file, no
+    ``coll_han_use_<coll>_algorithm``): ``han_simple`` for gather, ``han`` (han's "intra") otherwise."""
+    return "han_simple" if collective in SIMPLE_BY_DEFAULT else "han"
 
 
 def is_han(algorithm: Algorithm) -> bool:
@@ -144,6 +152,50 @@ def after(rec: Recorder, part: Part, before: Sequence[Part | None]) -> None:
         return
     rec.wait(*after_own(part.ids, part.src, *(np.concatenate([getattr(p, f) for p in done])
                                                for f in ("ids", "src", "dst"))))
+
+
+Call = Callable[[], Part]  # records one sub-collective when called
+
+
+def in_steps(rec: Recorder, steps: Sequence[tuple[Sequence[Call | None], Sequence[Call | None]]]) -> None:
+    """Record a han task pipeline given as steps of (posted, blocking) calls, in program order, with its
+    waits: a rank posts the step's nonblocking calls, then runs its blocking calls one after another, then
+    waits for what it posted. So a rank's sends in a call wait for its operations in the steps before (and,
+    in a blocking call, in the blocking calls before it in its step). None: a call the step skips.
+
+    Operations a rank completed in earlier steps stay waited for until the rank sends again (its sends
+    then carry them): a leader that only receives in one call must still have completed its earlier
+    calls before it forwards anything."""
+    empty = np.zeros(0, np.int64)
+    pending = (empty, empty)  # (operation id, rank) rows: what the rank's later sends must still wait for
+
+    def rows(parts: Sequence[Part]) -> tuple[np.ndarray, np.ndarray]:
+        return (np.concatenate([empty] + [np.concatenate([q.ids, q.ids]) for q in parts]),
+                np.concatenate([empty] + [np.concatenate([q.src, q.dst]) for q in parts]))
+
+    def wait(part: Part, before: tuple[np.ndarray, np.ndarray]) -> None:
+        if len(part.ids) and len(before[0]):
+            rec.wait(*after_own(part.ids, part.src, before[0], before[1], np.full(len(before[1]), -1)))
+
+    def drop(held: tuple[np.ndarray, ...], senders: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, ...]:
+        keep = ~(np.isin(held[1], senders) & among)  # a rank's sends carry what they waited for
+        return tuple(a[keep] for a in held)
+
+    for posted, blocking in steps:
+        now = [call() for call in posted if call is not None]
+        for part in now:
+            wait(part, pending)
+        held = (*pending, np.ones(len(pending[0]), bool))  # third: held since the step began
+        for call in blocking:
+            if call is not None:
+                part = call()
+                wait(part, held[:2])
+                held = drop(held, part.src, np.ones(len(held[0]), bool))
+                new = rows([part])
+                held = tuple(np.concatenate(pair) for pair in zip(held, (*new, np.zeros(len(new[0]), bool))))
+        held = drop(held, np.concatenate([empty] + [q.src for q in now]), held[2])
+        new = rows(now)
+        pending = (np.concatenate([held[0], new[0]]), np.concatenate([held[1], new[1]]))
 
 
 # ------------------------------------------------------------------------------------------- libnbc

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from commcost.collectives import Collective, find
-from commcost.collectives.ompi_han import HAN_ALGORITHMS
+from commcost.collectives.ompi_han import HAN_ALGORITHMS, default_name
 from commcost.errors import InputError
 from commcost.io.han_rules import HAN_COLLECTIVES, read_mca_params
 from commcost.io.han_rules_read import HanRules, read_han_rules
@@ -33,8 +33,8 @@ from commcost.io.ompi_rules import BLOCK_COLLECTIVES, OmpiRules, choice_of_rule
 from commcost.io.ompi_rules_read import read_ompi_rules
 from commcost.selection.decision import Choice
 
-# han's @name (none: its default, intra) -> commcost's registry name
-HAN_NAMES = {"": "ompi.han", **{at: f"ompi.{name}" for name, at in HAN_ALGORITHMS.items()}}
+# han's @name -> commcost's registry name (none: han's default for the collective, ompi_han.default_name)
+HAN_NAMES = {at: f"ompi.{name}" for name, at in HAN_ALGORITHMS.items()}
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class DeployedRules:
 
 def _han(collective: Collective, algorithm: str, why: str) -> Runs:
     try:
-        registered = find(collective, HAN_NAMES[algorithm])
+        registered = find(collective, HAN_NAMES[algorithm] if algorithm else f"ompi.{default_name(collective)}")
     except InputError:
         return Runs(f"{why}: han" + (f"@{algorithm}" if algorithm else "") + " (not modelled)", None)
     return Runs(f"{why}: {registered.name}", Choice(registered, registered.resolve_params()))
