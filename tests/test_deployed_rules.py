@@ -7,7 +7,7 @@ import pytest
 
 from commcost.collectives import Collective, find
 from commcost.errors import InputError
-from commcost.io.deployed_rules import DeployedRules, open_mpi_default, probe_sizes
+from commcost.io.deployed_rules import TUNED_INSIDE, DeployedRules, open_mpi_default, probe_sizes
 from commcost.io.han_rules import han_rules_text, mca_params_text, read_mca_params, write_han_rules
 from commcost.io.han_rules_read import read_han_rules
 from commcost.io.ompi_rules import choice_of_rule, rules_from, write_ompi_rules
@@ -104,7 +104,8 @@ def test_one_node_runs_tuned_rules_and_several_nodes_han_rules(tmp_path):
     assert deployed.runs(Collective.BCAST, 16, 2048, 2).choice == _choice(HAN)
     assert deployed.runs(Collective.BCAST, 16, 1 << 20, 2).choice == _choice(SIMPLE)
     assert deployed.runs(Collective.BCAST, 16, 10, 2).label == "tuned rule: knomial"
-    assert deployed.runs(Collective.BCAST, 16, 0, 2).label == "han rule: han"  # the file keeps han where unpriced
+    # the file keeps han where unpriced; tuned's rules for 2..15 ranks reach han's levels (8 per node, 2 nodes)
+    assert deployed.runs(Collective.BCAST, 16, 0, 2).label == f"han rule: han {TUNED_INSIDE}"
     assert deployed.runs(Collective.BCAST, 16, 0, 2).choice == _choice(HAN)
     # Open MPI without files: han on several nodes, the fixed decision on one
     assert open_mpi_default(Collective.BCAST, 16, 10, 2).choice == _choice(HAN)
@@ -141,3 +142,20 @@ def test_edges_and_probe_sizes_give_one_size_per_band(tmp_path):
     assert probe_sizes(deployed.edges(Collective.BCAST, 16), 1, 4 << 20) == [32, 32768, 1 << 20, 2 << 20]
     assert probe_sizes([0, 100, 120], 1, 1000) == [8, 100, 256]  # no power of two in [100, 119]: its first size
     assert probe_sizes([0], 5, 5) == [5]
+
+
+def test_han_is_said_to_run_tuned_rules_inside_only_where_tuned_has_rules_for_its_level_sizes(tmp_path):
+    """han's calls on its sub-communicators (ppn ranks per node, one leader per node) go to coll/tuned, which
+    reads the same rules file: where that file has a non-zero rule for those sizes han is not the algorithm
+    Open MPI's default runs, nor the one commcost prices (verify must not take it as the same algorithm)."""
+    han = _choice(HAN)
+    only_big = compress(Collective.BCAST, "ompi", [64], [1, 1 << 20], [[_choice(KNOMIAL), han]], "test")
+    deployed = _deploy(tmp_path, [only_big])  # rules from 64 ranks up: han's levels on 16 = 2 x 8 see none
+    assert deployed.runs(Collective.BCAST, 16, 1 << 20, 2).label == "han rule: han"
+    # 128 = 2 x 64: the block for 64 ranks names knomial for small messages, which han's low bcasts may be
+    assert deployed.runs(Collective.BCAST, 128, 1 << 20, 2).label.endswith(TUNED_INSIDE)
+    small = tmp_path / "small"
+    small.mkdir()
+    deployed = _deploy(small)  # knomial from 2 ranks: han on 16 = 2 x 8 runs it inside
+    assert deployed.runs(Collective.BCAST, 16, 2048, 2).label.endswith(TUNED_INSIDE)
+    assert open_mpi_default(Collective.BCAST, 16, 2048, 2).label == "han default: han"

@@ -35,6 +35,8 @@ from commcost.selection.decision import Choice
 
 # han's @name -> commcost's registry name (none: han's default for the collective, ompi_han.default_name)
 HAN_NAMES = {at: f"ompi.{name}" for name, at in HAN_ALGORITHMS.items()}
+# said of han where its sub-calls follow tuned's rules: not the algorithm the default runs, nor the one priced
+TUNED_INSIDE = "(its calls inside nodes and between them follow tuned's rules)"
 
 
 @dataclass(frozen=True)
@@ -93,12 +95,28 @@ class DeployedRules:
     def _han_decides(self, collective: Collective, nnodes: int) -> bool:
         return self.han_enabled and nnodes > 1 and collective.value in HAN_COLLECTIVES
 
+    def _tuned_inside_han(self, ppn: int, nnodes: int) -> bool:
+        """Whether tuned's rules file has a rule other than its fixed decision for a communicator of ``ppn``
+        or ``nnodes`` ranks (han's levels), for a collective han calls there: then han's calls inside nodes
+        and between them run tuned's rules, not the fixed decision commcost prices han with."""
+        if self.tuned is None:
+            return False
+        for name in HAN_COLLECTIVES:
+            for size in {ppn, nnodes}:
+                block = self.tuned.block_at(name, size)
+                if block is not None and any(r.alg != 0 for r in block.rules):
+                    return True
+        return False
+
     def runs(self, collective: Collective, nprocs: int, nbytes: int, nnodes: int) -> Runs:
         """What Open MPI runs for the call with these files."""
         if self._han_decides(collective, nnodes):
             rule = self.han.decide(collective.value, nprocs, nbytes) if self.han else None
             if rule is None or rule.component == "han":
-                return _han(collective, rule.algorithm if rule else "", "han rule" if rule else "han default")
+                runs = _han(collective, rule.algorithm if rule else "", "han rule" if rule else "han default")
+                if self._tuned_inside_han(nprocs // nnodes, nnodes):
+                    return Runs(f"{runs.label} {TUNED_INSIDE}", runs.choice)
+                return runs
             if rule.component != "tuned":
                 return Runs(f"han rule: {rule.component} (not modelled)", None)
         rule = self.tuned.decide_call(collective, nprocs, nbytes) if self.tuned else None
