@@ -150,3 +150,14 @@ def test_defaults_follow_han_component():
 def test_han_allreduce_builds_fast_enough_at_scale():
     cs = build(HAN[Collective.ALLREDUCE], Case(Collective.ALLREDUCE, 4096, 1 << 20), {"ppn": 32})
     assert cs.schedule.ntransmissions > 0 and np.all(np.diff(cs.schedule.after_ptr) >= 0)
+
+
+def test_selection_keeps_han_segment_sizes_at_their_defaults():
+    """han's rules file names only a component and an algorithm; its segment size is a global MCA parameter,
+    so the candidates vary segsize for coll/tuned's algorithms and never for han's."""
+    from commcost.selection.select import candidates
+
+    chosen = candidates(Collective.ALLREDUCE, "ompi", {"segsize": [0, 8192, 32768]})
+    han = [c for c in chosen if c.algorithm.name in ("han", "han_simple")]
+    assert [c.params for c in han] == [{"segsize": 65536, "ppn": 0}, {"ppn": 0}]
+    assert {c.params["segsize"] for c in chosen if c.algorithm.name == "segmented_ring"} == {0, 8192, 32768}

@@ -28,6 +28,7 @@ from typing import Callable, Mapping as TMapping, Sequence
 import numpy as np
 
 from commcost.collectives import Collective, algorithms
+from commcost.collectives.ompi_han import is_han
 from commcost.models import Model
 from commcost.platform import Mapping, Platform
 from commcost.selection.decision import Choice, Selection, compress
@@ -47,6 +48,10 @@ def candidates(collective: Collective, library: str,
     ``variables`` maps a tunable's name (``segsize``, ``fanout``,
     ``radix``) to the values to try; a tunable not named keeps the
     library's default. ``only`` keeps the algorithms of those names.
+    coll/han's tunables keep their defaults: its rules file names a
+    component and an algorithm per (P, size), and its segment sizes are
+    global MCA parameters (``coll_han_<coll>_segsize``), so a han pick
+    with another segment size could not be deployed as priced.
     """
     variables = dict(variables or {})
     out: list[Choice] = []
@@ -54,7 +59,8 @@ def candidates(collective: Collective, library: str,
         if algorithm.library != library or (only and algorithm.name not in only):
             continue
         names = [p.name for p in algorithm.params]
-        values = [sorted(set(variables.get(n, (p.default,)))) if n in variables else [p.default]
+        tunable = {} if is_han(algorithm) else variables
+        values = [sorted(set(tunable.get(n, (p.default,)))) if n in tunable else [p.default]
                   for n, p in zip(names, algorithm.params)]
         for combo in itertools.product(*values):
             out.append(Choice(algorithm, dict(zip(names, combo))))
