@@ -17,8 +17,15 @@ from test_schedule_repeat import EX, cluster
 GAMMA = ReductionLaw("sum_double", np.array([0.0, 1000.0]), np.array([1e-6, 3e-6]))
 
 
-def test_gamma_interpolates_and_continues():
-    assert GAMMA.times(np.array([0.0, 500.0, 1000.0, 2000.0])) == pytest.approx([1e-6, 2e-6, 3e-6, 5e-6])
+def test_gamma_interpolates_and_continues_in_whole_chunks_or_along_the_slope():
+    """Past the last size M: gamma(q M + r) = q gamma(M) + gamma(r) (paper 000's rule, libtaulop's), or the last
+    segment's slope with beyond_m = "slope"."""
+    assert GAMMA.times(np.array([0.0, 500.0, 1000.0, 2000.0, 2500.0])) == pytest.approx(
+        [1e-6, 2e-6, 3e-6, 6e-6, 8e-6])
+    slope = ReductionLaw.from_dict("sum_double", {"m": [0.0, 1000.0], "time_s": [1e-6, 3e-6], "beyond_m": "slope"})
+    assert slope.times(np.array([2000.0])) == pytest.approx([5e-6])
+    with pytest.raises(InputError, match="chunks"):
+        ReductionLaw.from_dict("x", {"m": [0.0, 1000.0], "time_s": [1e-6, 3e-6], "beyond_m": "linear"})
 
 
 def test_a_receiver_reduces_one_message_at_a_time_in_order_of_arrival():

@@ -28,7 +28,11 @@ tau including past tau_max (libtaulop holds L(m, 8): ``beyond_tau =
 "hold"``) and past the table's 4 MiB (whole chunks), the ring allgather
 inside one node and round-robin over nodes, and the recursive-doubling
 allreduce and binomial reduce where their trees coincide (one node; the
-allreduce on 8 ranks per node). Where they differ on purpose is in
+allreduce on 8 ranks per node), transmissions only and, from the library's
+own ``tests/basics/colls/reduce`` and ``allreduce`` programs (``-P P -M
+nodes -Q ppn -m bytes -o def -d Sequential -u fs``, which prints
+picoseconds), with the reductions gamma(m) of ``gamma.txt``'s SUM_I column
+(``[reduction.sum_int]``). Where they differ on purpose is in
 docs/collectives.md ("libtaulop").
 """
 
@@ -88,7 +92,8 @@ ROWS = _reference_rows()
 def test_reference_file_has_the_cases_the_issue_names():
     kinds = {(r["kind"], r["name"]) for r in ROWS}
     assert {("p2p", "SHM"), ("p2p", "IB"), ("p2p", "TCP"), ("bcast", "mpich.binomial"),
-            ("allgather", "ompi.ring"), ("allreduce", "ompi.recursive_doubling"), ("reduce", "ompi.binomial")} <= kinds
+            ("allgather", "ompi.ring"), ("allreduce", "ompi.recursive_doubling"), ("reduce", "ompi.binomial"),
+            ("reduce+sum_int", "ompi.binomial"), ("allreduce+sum_int", "ompi.recursive_doubling")} <= kinds
     assert any(r["kind"] == "allgather" and r["mapping"] == "roundrobin" for r in ROWS)
     assert len(ROWS) > 180
 
@@ -105,14 +110,21 @@ def test_single_transmission_equals_libtaulop(metropolis, row):
 @pytest.mark.parametrize("row", [r for r in ROWS if r["kind"] != "p2p"],
                          ids=lambda r: f"{r['name']}-P{r['P']}-ppn{r['ppn']}-{r['mapping']}-m{r['nbytes']}")
 def test_collective_equals_libtaulop(metropolis, row):
+    """Rows ``reduce+sum_int`` / ``allreduce+sum_int`` include the reductions: libtaulop's own reduce and
+    allreduce test programs against commcost with gamma(m) read from the same gamma.txt (SUM_I column),
+    past its 4 MiB in whole chunks as libtaulop does (8 MiB rows)."""
     params, platform = metropolis
     nprocs, ppn = int(row["P"]), int(row["ppn"])
     nodes = -(-nprocs // ppn)
     mapping = (Mapping.sequential(platform, nprocs, ppn) if row["mapping"] == "sequential"
                else Mapping.round_robin(platform, nprocs, nodes))
-    collective = Collective(row["kind"])
+    kind, _, op = row["kind"].partition("+")
+    collective = Collective(kind)
     schedule = build(find(collective, row["name"]), Case(collective, nprocs, int(row["nbytes"]))).schedule
-    got = TauLop(params).total_time_s(PlacedSchedule.of(schedule, platform, mapping))
+    model = TauLop(params)
+    if op:
+        model = model.with_reduction(_quiet_load(PARAMS / "metropolis.toml").reduction(op))
+    got = model.total_time_s(PlacedSchedule.of(schedule, platform, mapping))
     assert got == pytest.approx(float(row["libtaulop_s"]), rel=1e-6)
 
 
@@ -126,7 +138,7 @@ def test_predict_binomial_1024_ranks_on_metropolis_equals_libtaulop(capsys):
     assert code == 0
     import json
     assert json.loads(out)["time_s"] == pytest.approx(3.0014125e-4, rel=1e-6)  # libtaulop: 3.00141245e-4
-    assert err.count("commcost: warning:") == 3 and "Traceback" not in err
+    assert err.count("commcost: warning:") == 4 and "Traceback" not in err  # SHM, IB, TCP and gamma.txt
 
 
 # --- beyond the table -------------------------------------------------------------------------------------
@@ -213,9 +225,11 @@ def test_published_tables_load_with_one_warning_per_table(machine):
         warnings.simplefilter("always")
         params = load_params(PARAMS / f"{machine}.toml")
     lines = [str(w.message) for w in caught]
-    assert len(lines) == 3 and params.warnings == lines
+    assert len(lines) == 4 and params.warnings == lines
     for channel, line in zip(("SHM", "IB", "TCP"), lines):
         assert f"{machine}/{channel}.txt" in line and "cells break" in line and "worst at line" in line
+    # the reduction times (gamma.txt) are measured too: one size below the one before, loaded as measured
+    assert f"{machine}/gamma.txt" in lines[3] and "worst at line" in lines[3] and "strict refuses" in lines[3]
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -276,11 +290,14 @@ def test_repair_command_on_a_table_and_on_a_parameter_file(tmp_path, capsys):
     assert main(["params", "repair", str(PARAMS / "metropolis.toml"), "-o", str(toml_out), "--format", "json"]) == 0
     import json
     report = json.loads(capsys.readouterr().out)
-    assert set(report["tables"]) == {"[taulop.shm]", "[taulop.ib]", "[taulop.tcp]"}
+    assert set(report["tables"]) == {"[taulop.shm]", "[taulop.ib]", "[taulop.tcp]", "[reduction.sum_int]"}
+    assert report["tables"]["[reduction.sum_int]"]["moved"] == 2  # 4 B and 64 B pooled to their mean
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        repaired = load_params(toml_out, strict=True).for_model("taulop")
-    assert repaired.beyond_tau == "hold"
+        repaired = load_params(toml_out, strict=True)
+    assert repaired.for_model("taulop").beyond_tau == "hold"
+    gamma = repaired.reduction("sum_int")
+    assert gamma.times([1 << 20])[0] == pytest.approx(5.41771e-4)  # libtaulop's g(1 MiB), untouched
 
 
 def test_repair_refuses_to_overwrite_its_input(capsys):

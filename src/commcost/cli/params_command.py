@@ -3,8 +3,9 @@
 FILE is a table in the authors' C++ format (written back in that format) or
 a parameter file (.toml), whose ``[taulop]`` tables, from files or inline,
 are all repaired and written inline into OUT with the rest of the file
-unchanged. One line per table says how many cells moved and the largest
-move (:mod:`commcost.models.taulop.repair`).
+unchanged; so are its ``[reduction.<op>]`` tables (gamma made
+non-decreasing in m by the same isotonic fit). One line per table says how
+many cells moved and the largest move (:mod:`commcost.models.taulop.repair`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _repaired_toml(path: Path, reports: dict) -> dict:
     """The parameter file's document with every [taulop] table repaired and inline."""
     from commcost.io.toml_file import read_toml
     from commcost.io.params_file import load_params
-    from commcost.models.taulop.repair import repair_channel
+    from commcost.models.taulop.repair import moves, nondecreasing, repair_channel
 
     params = load_params(path, strict=False)
     if "taulop" not in params.sections:
@@ -78,6 +79,13 @@ def _repaired_toml(path: Path, reports: dict) -> dict:
         reports[f"[taulop.{name}]"] = repair.summary()
         body[name] = repair.after.to_dict()
     doc["taulop"] = body
+    if "reduction" in params.sections:  # inline too: a file named relative to FILE would not resolve from OUT
+        reductions = dict(doc["reduction"])
+        for op, law in params.sections["reduction"].items():
+            after = nondecreasing(law.time_s)
+            reports[f"[reduction.{op}]"] = moves(law.time_s, after, [f"gamma(m={m:g})" for m in law.m])
+            reductions[op] = {"m": law.m.tolist(), "time_s": after.tolist(), "beyond_m": law.beyond_m}
+        doc["reduction"] = reductions
     meta = dict(doc.get("meta", {}))
     meta["repaired_from"] = str(path)
     doc["meta"] = meta

@@ -39,6 +39,7 @@ from typing import Any
 
 from commcost.closedform import ompi_bcast_model
 from commcost.errors import InputError, InputWarning
+from commcost.io.gamma_table import reduction_from_file
 from commcost.io.taulop_table import read_taulop_table
 from commcost.io.toml_file import read_toml
 from commcost.models import MODELS
@@ -87,8 +88,9 @@ class ParamSet:
 def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
     """Read a parameter file; every section is checked on load, errors name the file and field.
 
-    tau-Lop tables that break the model's constraints load as measured, each
-    with one line in ``ParamSet.warnings`` (also issued as an
+    tau-Lop tables that break the model's constraints, and reduction tables
+    (gamma) whose times fall as m grows, load as measured, each with one line
+    in ``ParamSet.warnings`` (also issued as an
     :class:`~commcost.errors.InputWarning`), unless ``strict`` (a command's
     ``--strict``; None: the file's ``[taulop] strict``) refuses them.
     """
@@ -97,6 +99,7 @@ def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
     data = dict(doc.data)
     meta = data.pop("meta", {})
     sections: dict[str, Any] = {}
+    found: list[str] = []  # warnings on tables loaded as measured
     for name, body in data.items():
         if name not in MODELS and name not in (ompi_bcast_model.SECTION, "reduction", ALGORITHM_FIT):
             raise InputError(f"unknown section [{name}]; expected meta, reduction, {ALGORITHM_FIT} or one of "
@@ -106,8 +109,11 @@ def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
         try:
             if name == "taulop":
                 sections[name] = _taulop_section(body, Path(path).parent, source, strict)
+                found += sections[name].warnings
             elif name == "reduction":
-                sections[name] = reduction_laws(body)
+                strict_gamma = strict if strict is not None else bool(data.get("taulop", {}).get("strict", False))
+                sections[name] = reduction_laws(body, lambda op, table: reduction_from_file(
+                    op, table, Path(path).parent, strict_gamma, found))
             elif name == ALGORITHM_FIT:
                 sections[name] = algorithm_fits(body)
             elif name == ompi_bcast_model.SECTION:
@@ -122,7 +128,6 @@ def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
             line = doc.line_of(tuple(dotted.split(".")))
             where = f"line {line}: {dotted}" if line else dotted
             raise InputError(exc.message, source=source, where=where) from None
-    found = list(sections["taulop"].warnings) if "taulop" in sections else []
     for line in found:
         warnings.warn(line, InputWarning, stacklevel=2)
     return ParamSet(source, sections, meta, found)

@@ -20,15 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.io.text_lines import count_header, text_of
 from commcost.models.taulop.params import TauLopChannel
-
-
-def _header(line: str, key: str, source: str, lineno: int) -> int:
-    parts = line.split()
-    if len(parts) != 2 or parts[0] != f"#{key}" or not parts[1].isdigit() or int(parts[1]) < 1:
-        raise InputError(f"expected '#{key} <count>' with a count >= 1, got {line.strip()!r}",
-                         source=source, where=f"line {lineno}")
-    return int(parts[1])
 
 
 def read_taulop_table(path: str | Path, strict: bool = True, warnings: list[str] | None = None) -> TauLopChannel:
@@ -40,14 +33,11 @@ def read_taulop_table(path: str | Path, strict: bool = True, warnings: list[str]
     worst, its line) goes to ``warnings``.
     """
     source = str(path)
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read the tau-Lop table ({exc.strerror})", source=source) from None
+    lines = text_of(path, "tau-Lop table").splitlines()
     if len(lines) < 2:
         raise InputError("expected '#m <count>' and '#tau <max>' on the first two lines", source=source)
-    nrows = _header(lines[0], "m", source, 1)
-    tau_max = _header(lines[1], "tau", source, 2)
+    nrows = count_header(lines[0], ("#m",), source, 1)
+    tau_max = count_header(lines[1], ("#tau",), source, 2)
     rows, linenos = [], []
     for lineno, line in enumerate(lines[2:], start=3):
         text = line.strip()

@@ -26,3 +26,13 @@ def data_lines(path: str | Path, what: str) -> list[tuple[int, list[str]]]:
         if fields:
             out.append((lineno, fields))
     return out
+
+
+def count_header(line: str, keys: tuple[str, ...], source: str, lineno: int) -> int:
+    """The count of a ``#key <count>`` header line (libtaulop's tables; a key may end in ':'), one of ``keys``;
+    InputError naming the file and line otherwise."""
+    parts = line.split()
+    if len(parts) != 2 or parts[0].rstrip(":") not in keys or not parts[1].isdigit() or int(parts[1]) < 1:
+        raise InputError(f"expected '{keys[0]} <count>' with a count >= 1, got {line.strip()!r}",
+                         source=source, where=f"line {lineno}")
+    return int(parts[1])

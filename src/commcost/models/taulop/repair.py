@@ -47,14 +47,6 @@ class Repair:
         new = np.column_stack([self.after.o_s, self.after.L_s])
         return new - old
 
-    @property
-    def relative(self) -> np.ndarray:
-        """|moved| relative to the value before (a zero cell that moved counts as 100%)."""
-        old = np.abs(np.column_stack([self.before.o_s, self.before.L_s]))
-        move = np.abs(self.moved)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(old > 0, move / old, np.where(move > 0, 1.0, 0.0))
-
     def cell_name(self, row: int, col: int) -> str:
         """The cell at (row, col) of :attr:`moved`, as the model writes it."""
         m = self.before.m[row]
@@ -62,17 +54,27 @@ class Repair:
 
     def summary(self) -> dict:
         """How many cells moved, the largest move (cell, before, after, relative) and the median move."""
-        rel = self.relative
-        changed = rel > 1e-12
-        out: dict = {"cells": int(rel.size), "moved": int(changed.sum())}
-        if changed.any():
-            row, col = np.unravel_index(int(np.argmax(rel)), rel.shape)
-            before = np.column_stack([self.before.o_s, self.before.L_s])[row, col]
-            after = np.column_stack([self.after.o_s, self.after.L_s])[row, col]
-            out.update(largest={"cell": self.cell_name(int(row), int(col)), "before_s": float(before),
-                                "after_s": float(after), "relative": float(rel[row, col])},
-                       median_relative=float(np.median(rel[changed])))
-        return out
+        old = np.column_stack([self.before.o_s, self.before.L_s])
+        new = np.column_stack([self.after.o_s, self.after.L_s])
+        names = [self.cell_name(row, col) for row in range(old.shape[0]) for col in range(old.shape[1])]
+        return moves(old.ravel(), new.ravel(), names)
+
+
+def moves(before: np.ndarray, after: np.ndarray, names: list[str]) -> dict:
+    """How many cells moved from ``before`` to ``after``, the largest move relative to the value before (a
+    zero cell that moved counts as 100%; its name, before, after) and the median relative move."""
+    before, after = np.asarray(before, np.float64), np.asarray(after, np.float64)
+    move = np.abs(after - before)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(np.abs(before) > 0, move / np.abs(before), np.where(move > 0, 1.0, 0.0))
+    changed = rel > 1e-12
+    out: dict = {"cells": int(rel.size), "moved": int(changed.sum())}
+    if changed.any():
+        k = int(np.argmax(rel))
+        out.update(largest={"cell": names[k], "before_s": float(before[k]), "after_s": float(after[k]),
+                            "relative": float(rel[k])},
+                   median_relative=float(np.median(rel[changed])))
+    return out
 
 
 def repair_channel(channel: TauLopChannel) -> Repair:
