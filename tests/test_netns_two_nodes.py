@@ -240,7 +240,10 @@ def _call_traffic(cluster: NetnsCluster, tmp_path: Path, collective: str, nbytes
                "--mca", "pml_monitoring_filename", str(prof / "prof"), *YIELD]
         line = cluster.mpirun(4, extra=[*forward, *mon, sys.executable, ompi_monitoring.__file__, collective,
                                         str(nbytes), str(root), str(calls)])
-        proc = subprocess.run(line, capture_output=True, text=True, timeout=120, env=env)
+        for _ in range(2):  # a launch that dies at start-up (PMIx listener) gets one retry, as calibrate's do
+            proc = subprocess.run(line, capture_output=True, text=True, timeout=120, env=env)
+            if proc.returncode == 0 or "failed to start" not in proc.stderr:
+                break
         assert proc.returncode == 0, proc.stderr[-2000:]
         totals.append(ompi_monitoring.parse_profiles(prof))
     once, twice = totals
