@@ -60,11 +60,11 @@ def test_evaluate_selection_on_real_osu_runs(capsys, tables):
             "--platform", str(tables / "node.toml"), "--ppn", "4"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    for name in ("model-based (hockney)", "Open MPI default", "best single algorithm"):
+    for name in ("model-based (hockney)", "Open MPI fixed decision", "best single algorithm"):
         assert name in out
     assert main([*argv, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["points"]) == 15 and set(doc["summary"]) == {"model-based (hockney)", "Open MPI default",
+    assert len(doc["points"]) == 15 and set(doc["summary"]) == {"model-based (hockney)", "Open MPI fixed decision",
                                                                  "best single algorithm"}
     for point in doc["points"]:
         model = point["picks"]["model-based (hockney)"]

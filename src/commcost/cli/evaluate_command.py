@@ -36,19 +36,38 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithm-fit", action="store_true",
                    help="correct each Open MPI algorithm's price by the trained parameter file's "
                         "[algorithm_fit.<collective>.<name>] (a_s + b T_model, from commcost calibrate)")
+    p.add_argument("--from-collectives", action="store_true",
+                   help="fit the model to the training rows' measured collective algorithms (OSU sweeps per "
+                        "forced algorithm, commcost import coltune) instead of point-to-point rows")
+    p.add_argument("--train-max-procs", type=int, metavar="N", help="train on the rows of at most N ranks")
+    p.add_argument("--test-min-procs", type=int, metavar="N", help="score on the points of at least N ranks")
     p.add_argument("--format", default="table", choices=["table", "json"])
 
 
-def measured_table(path: Path, collective, library: str):
-    """``{(P, n): {choice: seconds}}`` from the collective's rows of a measurements CSV (several runs of one
-    point: their mean), with each row's algorithm resolved in the registry."""
+def _label(choice) -> str | None:
+    """A pick for people: the algorithm's label; a strategy measured as such (Open MPI's own decision): its
+    own pick; none: None."""
+    if choice is None:
+        return None
+    return getattr(choice, "label", "its own pick")
+
+
+def _in_range(nprocs: int, low: int | None, high: int | None) -> bool:
+    return (low is None or nprocs >= low) and (high is None or nprocs <= high)
+
+
+def measured_table(path: Path, collective, library: str, low: int | None = None, high: int | None = None):
+    """``{(P, n): {choice: seconds}}`` from the collective's rows of a measurements CSV with ``low <= P <=
+    high`` (several runs of one point: their mean), with each row's algorithm resolved in the registry; rows of
+    Open MPI's own decision (algorithm ``default``) are left to :func:`measured_default`."""
     from commcost.collectives import find
     from commcost.io.measurements import read_measurements
     from commcost.selection.decision import Choice
 
     sums: dict = defaultdict(lambda: defaultdict(list))
     for row in read_measurements(path):
-        if row.collective != collective.value or not row.algorithm:
+        if row.collective != collective.value or not row.algorithm or row.algorithm == "default" or \
+                not _in_range(row.nprocs, low, high):
             continue
         name = row.algorithm if "." in row.algorithm or row.algorithm.isdigit() else f"{library}.{row.algorithm}"
         try:
@@ -67,12 +86,29 @@ def measured_table(path: Path, collective, library: str):
     return table
 
 
+def measured_default(path: Path, collective, low: int | None = None, high: int | None = None) -> dict:
+    """``{(P, n): seconds}`` of the rows that ran Open MPI's own decision (algorithm ``default``: coll/tuned's
+    algorithm 0 in an OSU sweep), the mean of their runs."""
+    from commcost.io.measurements import read_measurements
+
+    sums: dict = defaultdict(list)
+    for row in read_measurements(path):
+        if row.collective == collective.value and row.algorithm == "default" and _in_range(row.nprocs, low, high):
+            sums[(row.nprocs, row.nbytes)].append(row.time_s_mean)
+    return {point: sum(v) / len(v) for point, v in sums.items()}
+
+
 def trained_params(args: argparse.Namespace):
     """The parameter set: loaded from a .toml, or fitted from a measurements CSV with ``--model``."""
     from commcost.io.params_file import load_params, write_params
 
     if args.train.suffix.lower() == ".toml":
+        if args.from_collectives or args.train_max_procs:
+            raise InputError("a parameter file is already fitted; --from-collectives and --train-max-procs "
+                             "take a measurements CSV", where="--train")
         return load_params(args.train, strict=strictness(args))
+    if args.from_collectives:
+        return _fit_from_collectives(args)
     from commcost.calibration.from_measurements import fit_channels
     from commcost.io.measurements import measurement_columns, read_measurements
 
@@ -92,6 +128,25 @@ def trained_params(args: argparse.Namespace):
         return load_params(path)
 
 
+def _fit_from_collectives(args: argparse.Namespace):
+    """Parameters fitted to the training rows' forced collective algorithms (every collective they hold)."""
+    from commcost.cli.fit_command import collective_fit_sections, fit_collective_rows
+    from commcost.io.measurements import read_measurements
+    from commcost.io.params_file import load_params, write_params
+    from commcost.io.platform_file import load_platform
+
+    platform, _ = load_platform(args.platform)
+    try:
+        fit = fit_collective_rows(read_measurements(args.train), platform, args.model, None, args.train_max_procs)
+    except InputError as exc:
+        raise exc.located(source=str(args.train)) from None
+    args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trained.toml"
+        write_params(path, collective_fit_sections(fit), {"fitted_from": str(args.train)})
+        return load_params(path)
+
+
 @command("evaluate-selection", "fit on one measurements table and score the model's selection on another",
          _configure)
 def _evaluate(args: argparse.Namespace) -> int:
@@ -100,7 +155,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from commcost.io.platform_file import load_platform
     from commcost.models import MODELS
     from commcost.report.selection_report import render_penalties
-    from commcost.selection.evaluate import penalties, summary
+    from commcost.selection.evaluate import best_single, penalties, summary
     from commcost.selection.ompi_fixed import as_choice, decide
     from commcost.selection.select import schedule_pricer, select
     from commcost.units import format_nbytes, format_seconds
@@ -110,7 +165,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except ValueError:
         raise InputError(f"expected one of {[c.value for c in Collective]}, got {args.collective!r}",
                          where="--collective") from None
-    measured = measured_table(args.test, collective, args.library)
+    measured = measured_table(args.test, collective, args.library, low=args.test_min_procs)
     params = trained_params(args)
     try:
         model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
@@ -124,9 +179,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.algorithm_fit:
         from commcost.cli.select_command import _with_algorithm_fits
 
-        if args.train.suffix.lower() != ".toml":
-            raise InputError("per-algorithm fits come from a parameter file; expected --train PARAMS.toml",
-                             where="--algorithm-fit")
+        if args.train.suffix.lower() != ".toml" and not args.from_collectives:
+            raise InputError("per-algorithm fits come from a parameter file or --from-collectives; expected "
+                             "--train PARAMS.toml", where="--algorithm-fit")
         price = _with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
                                                         params=args.train), params, price)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
@@ -137,16 +192,26 @@ def _evaluate(args: argparse.Namespace) -> int:
         return as_choice(decide(collective, nprocs, nbytes))
 
     label = f"model-based ({args.model}{', fitted per algorithm' if args.algorithm_fit else ''})"
-    strategies = {label: result.selection.choice, "Open MPI default": ompi_default}
-    scores = penalties(measured, strategies)
-    names = [*strategies, "best single algorithm"]
+    strategies = {label: result.selection.choice, "Open MPI fixed decision": ompi_default}
+    if args.train.suffix.lower() != ".toml":  # the one algorithm a site tuned on the training rows would keep
+        try:
+            trained_best = best_single(measured_table(args.train, collective, args.library, high=args.train_max_procs))
+        except InputError:
+            trained_best = None
+        if trained_best is not None:
+            strategies[f"best single on train ({trained_best.label})"] = lambda nprocs, nbytes: trained_best
+    timed = {"Open MPI default (measured)": measured_default(args.test, collective, low=args.test_min_procs)}
+    timed = {name: times for name, times in timed.items() if times}
+    scores = penalties(measured, strategies, timed)
+    names = [*strategies, *timed, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}
     if args.format == "json":
         print(json.dumps({
             "collective": collective.value, "model": args.model, "train": str(args.train), "test": str(args.test),
-            "summary": totals,
+            "train_max_procs": args.train_max_procs, "test_min_procs": args.test_min_procs,
+            "fit": getattr(args, "fit_summary", None), "summary": totals,
             "points": [{"nprocs": s.nprocs, "nbytes": s.nbytes, "best": s.best.label, "best_time_s": s.best_time_s,
-                        "picks": {k: {"choice": None if c is None else c.label, "time_s": t, "penalty_pct": pen}
+                        "picks": {k: {"choice": _label(c), "time_s": t, "penalty_pct": pen}
                                   for k, (c, t, pen) in s.picks.items()}} for s in scores]}, indent=2))
         return 0
     print(f"{collective.value}: selection by {args.model} fitted on {args.train}, scored on {args.test} "
@@ -157,7 +222,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         cells = []
         for name in names:
             choice, _, pen = s.picks[name]
-            label = "-" if choice is None else choice.label
+            label = _label(choice) or "-"
             cells.append(f" {label[:22]:<22} {pen:>+7.1f}%" if pen == pen else f" {label[:22]:<22} {'n/a':>8}")
         print(f"  {s.nprocs:>5} {format_nbytes(s.nbytes):>9}  {s.best.label[:14]:<14} "
               f"{format_seconds(s.best_time_s):>11}" + " ".join(cells))

@@ -35,6 +35,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "a row has no median) or the mean")
     p.add_argument("--shm-channel", default="shm", help="ompi-bcast: the shared-memory channel's name (c = 0)")
     p.add_argument("--network-channel", default="tcp", help="ompi-bcast: the network channel's name (c = 1)")
+    p.add_argument("--from-collectives", action="store_true",
+                   help="fit to measured times of forced collective algorithms (OSU sweeps, commcost import "
+                        "coltune) by pricing each algorithm's schedule: inverse calibration (hockney)")
+    p.add_argument("--platform", type=Path, help="--from-collectives: the platform the rows ran on (.toml)")
+    p.add_argument("--collectives", help="--from-collectives: comma list of collectives to fit on (default all)")
+    p.add_argument("--max-procs", type=int, help="--from-collectives: fit only rows of at most this many ranks")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
 
 
@@ -53,6 +59,8 @@ def _fit(args: argparse.Namespace) -> int:
     rows = read_measurements(args.measurements)
     if not rows:
         raise InputError("no measurements in the file", source=str(args.measurements))
+    if args.from_collectives:
+        return _fit_from_collectives(args, rows)
     columns = fit_times(measurement_columns(rows), args.statistic)
     if args.model == OMPI_BCAST:
         return _fit_ompi_bcast(args, columns)
@@ -142,4 +150,77 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
         print(f"  {f.algorithm:<18} {r['points']:>3} points  mu mean {r['mu_mean']:.3f}, median {r['mu_median']:.3f}, "
               f"max {r['mu_max']:.3f}  "
               f"o0 = {r['o0_s']:.3g}, o1 = {r['o1_s']:.3g}, L0 = {r['L0_s']:.3g}, L1 = {r['L1_s']:.3g}")
+    return 0
+
+
+def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None):
+    """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows."""
+    from commcost.calibration.fit_from_collectives import collective_points, fit_hockney, hockney_pricer
+
+    if model != "hockney":
+        raise InputError(f"fitting {model} to collective times is not built yet; expected --model hockney",
+                         where="--model")
+    points, placed, channels = collective_points(rows, platform, collectives, max_procs)
+    if not points:
+        raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
+                         "own pick, cannot be priced)" + (f" with at most {max_procs} ranks" if max_procs else ""))
+    fit = fit_hockney(points, channels, hockney_pricer(placed, channels))
+    fit.unidentified += [f"alpha_s and beta_s_per_byte of {c.name} (no training schedule uses it)"
+                         for c in platform.channels if c.name not in channels]
+    return fit
+
+
+def collective_fit_sections(fit) -> dict:
+    """The parameter-file sections of a collective fit: ``[hockney.<channel>]``, and per measured algorithm
+    its scale ``[algorithm_fit.<collective>.<name>]`` a_s = 0, b = the geometric mean of measured/model over
+    its training points (paper 004 section 5.2's per-algorithm correction, proportional form)."""
+    fits: dict = {}
+    for key, figures in fit.per_algorithm.items():
+        collective, _, name = key.partition(".")
+        fits.setdefault(collective, {})[name] = {"a_s": 0.0, "b": figures["mu"], "model": "hockney"}
+    return {"hockney": {c: {"alpha_s": a, "beta_s_per_byte": b} for c, (a, b) in fit.params.items()},
+            "algorithm_fit": fits}
+
+
+def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
+    import time
+
+    from commcost.io.params_file import write_params
+    from commcost.io.platform_file import load_platform
+
+    if args.platform is None:
+        raise InputError("fitting to collective times prices schedules on a platform; expected --platform",
+                         where="--platform")
+    platform, _ = load_platform(args.platform)
+    chosen = [c.strip() for c in args.collectives.split(",") if c.strip()] if args.collectives else None
+    started = time.perf_counter()
+    try:
+        fit = fit_collective_rows(rows, platform, args.model, chosen, args.max_procs)
+    except InputError as exc:
+        raise exc.located(source=str(args.measurements)) from None
+    spent = time.perf_counter() - started
+    total = fit.summary()
+    meta = {"fitted_from": str(args.measurements), "method": "inverse calibration on collective times",
+            "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
+                        "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm}}
+    write_params(args.out, collective_fit_sections(fit), meta)
+    if args.format == OutputFormat.JSON.value:
+        print(json.dumps({"out": str(args.out), "params": fit.params, "unidentified": fit.unidentified,
+                          "summary": total, "per_algorithm": fit.per_algorithm, "seconds": spent,
+                          "steps": fit.steps, "pricings": fit.pricings}, indent=2))
+        return 0
+    print(f"hockney fitted to {total['points']} measured points of forced algorithms in {spent:.1f} s "
+          f"({fit.steps} steps, {fit.pricings} pricings of every point)")
+    for channel, (alpha, beta) in fit.params.items():
+        print(f"  {channel:<6} alpha {alpha * 1e6:10.4f} us   beta {beta * 1e9:10.5f} ns/B "
+              f"({1e-9 / beta if beta > 0 else float('inf'):.2f} GB/s)")
+    for what in fit.unidentified:
+        print(f"  not identified by these rows: {what} (no training schedule uses it; not written)")
+    print(f"  measured/model: geometric mean {total['mu']:.3f}, median |error| {total['median_abs_pct']:.0f}%, "
+          f"90th percentile {total['p90_abs_pct']:.0f}%")
+    print("  per algorithm (geometric mean measured/model, median |error|):")
+    for key, figures in fit.per_algorithm.items():
+        print(f"    {key:<34} {figures['mu']:7.3f}  {figures['median_abs_pct']:6.0f}%  ({figures['points']} points)")
+    print(f"wrote {args.out}")
     return 0

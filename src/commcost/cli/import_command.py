@@ -1,4 +1,5 @@
-"""``commcost import osu|imb FILES... -o measurements.csv``: benchmark outputs into the measurements store.
+"""``commcost import osu|imb FILES... -o measurements.csv`` (or ``import coltune FOLDER``): benchmark outputs
+into the measurements store.
 
 Every file is read and checked before anything is written, so a bad file
 leaves the store as it was (one line on stderr, exit 2). Rows skipped on
@@ -40,6 +41,16 @@ def _configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="import_format", metavar="FORMAT", required=True, parser_class=type(p))
     _common(sub.add_parser("osu", help="OSU micro-benchmark outputs (osu_latency, osu_bw, osu_bcast, ...)"), True)
     _common(sub.add_parser("imb", help="IMB-MPI1 outputs (PingPong, Bcast, Allreduce, ...)"), False)
+    c = sub.add_parser("coltune", help="an ompi-collectives-tuning output folder: OSU sweeps per forced "
+                                       "coll/tuned algorithm (<collective>/<alg>_<P>ranks_run<k>.out)")
+    c.add_argument("folder", type=Path, help="the folder (or its output/ sub-folder)")
+    c.add_argument("-o", "--output", required=True, type=Path, help="measurements CSV to append to")
+    c.add_argument("--ppn", type=int, help="ranks per node (default: from the job scripts' --map-by ppr:N:node)")
+    c.add_argument("--ompi-version", default="5.0", help="Open MPI version whose algorithm ids the runs used "
+                                                         "(default 5.0)")
+    c.add_argument("--collectives", help="comma list of the collectives to import (default all)")
+    c.add_argument("--mpi", help="MPI library and version, e.g. 'Open MPI 5.0.3'")
+    c.add_argument("--host", help="machine or cluster name")
 
 
 @command("import", "append OSU or IMB-MPI1 benchmark outputs to a measurements CSV", _configure)
@@ -48,6 +59,8 @@ def _import(args: argparse.Namespace) -> int:
     from commcost.io.measurements import MeasurementStore
     from commcost.io.osu_import import RunContext, compile_name_pattern, read_osu
 
+    if args.import_format == "coltune":
+        return _import_coltune(args)
     context = RunContext(collective=args.collective, algorithm=args.algorithm,
                          nprocs=getattr(args, "nprocs", None), ppn=args.ppn, nnodes=args.nnodes,
                          channel=args.channel, mpi=args.mpi, host=args.host, run=args.run)
@@ -66,4 +79,20 @@ def _import(args: argparse.Namespace) -> int:
     written, skipped = store.extend(rows)
     print(f"{written} points from {len(args.files)} file(s) appended to {args.output}"
           + (f"; {skipped} already there, skipped" if skipped else ""))
+    return 0
+
+
+def _import_coltune(args: argparse.Namespace) -> int:
+    from commcost.io.coltune_import import read_coltune
+    from commcost.io.measurements import MeasurementStore
+
+    notes: list[str] = []
+    chosen = [c.strip() for c in args.collectives.split(",") if c.strip()] if args.collectives else None
+    rows = read_coltune(args.folder, args.ppn, args.ompi_version, args.host or "", args.mpi or "", chosen, notes)
+    for note in notes:
+        print(f"commcost: note: {note}", file=sys.stderr)
+    written, skipped = MeasurementStore(args.output).extend(rows)
+    runs = {(r.collective, r.algorithm, r.nprocs, r.run) for r in rows}
+    print(f"{written} points from {len(runs)} runs ({', '.join(sorted({r.collective for r in rows}))}) appended to "
+          f"{args.output}" + (f"; {skipped} already there, skipped" if skipped else ""))
     return 0

@@ -169,6 +169,9 @@ _COLLECTIVES = {
     "Scatter": "scatter", "Scatterv": "scatterv", "Gather": "gather", "Gatherv": "gatherv",
     "Barrier": "barrier",
 }
+# titles of OSU before 5.7 (e.g. 5.6.2: "OSU MPI All-to-All Personalized Exchange Latency Test")
+_OLD_TITLES = {"All-to-All Personalized Exchange Latency": "Alltoall Latency",
+               "All-to-Allv Personalized Exchange Latency": "Alltoallv Latency"}
 _LABELS = re.compile(
     r"(?P<size>\bSize\b)|(?P<avg>Avg\s+Latency\s*\(us\))|(?P<min>Min\s+Latency\s*\(us\))"
     r"|(?P<max>Max\s+Latency\s*\(us\))|(?P<tail>\bP(?P<percent>\d{1,2})\s+Tail\s+Lat\s*\(us\))"
@@ -185,6 +188,7 @@ def _benchmark(what: str, source: str, line: int) -> tuple[str, str]:
     """(benchmark, collective) from the title's middle: 'Broadcast Latency' -> ('osu_bcast', 'bcast')."""
     if what in _POINT_TO_POINT:
         return _POINT_TO_POINT[what], ""
+    what = _OLD_TITLES.get(what, what)
     match = re.fullmatch(r"(\w+)\s+Latency", what)
     if match and match.group(1) in _COLLECTIVES:
         collective = _COLLECTIVES[match.group(1)]

@@ -35,20 +35,21 @@ class PointScore:
 
 
 def penalties(measured: Mapping[Point, Mapping[Hashable, float]],
-              strategies: Mapping[str, Callable[[int, int], Hashable | None]]) -> list[PointScore]:
+              strategies: Mapping[str, Callable[[int, int], Hashable | None]],
+              timed: Mapping[str, Mapping[Point, float]] | None = None) -> list[PointScore]:
     """Score every strategy at every measured point (a pick that was not measured scores nan).
 
     ``measured[(P, n)][choice] = seconds``. The best single algorithm is
-    added as the strategy ``best single algorithm``.
+    added as the strategy ``best single algorithm``. ``timed[name][(P, n)]``
+    scores strategies measured as such rather than picked among the
+    algorithms (Open MPI's own decision, run with no algorithm forced),
+    against the same best.
     """
     points = sorted(measured)
     keys = sorted({k for times in measured.values() for k in times}, key=str)
     table = np.array([[measured[p].get(k, np.nan) for k in keys] for p in points])
     best_time = np.nanmin(table, axis=1)
-    pen = 100.0 * (table / best_time[:, None] - 1.0)
-    with np.errstate(invalid="ignore"):
-        mean_pen = np.where(np.isnan(pen).any(axis=0), np.inf, np.nanmean(pen, axis=0))
-    single = keys[int(np.argmin(mean_pen))] if len(keys) else None
+    single = best_single(measured)
     every = dict(strategies)
     every["best single algorithm"] = lambda nprocs, nbytes: single
     out = []
@@ -58,6 +59,9 @@ def penalties(measured: Mapping[Point, Mapping[Hashable, float]],
             pick = choose(nprocs, nbytes)
             t = measured[(nprocs, nbytes)].get(pick, np.nan) if pick is not None else np.nan
             picks[name] = (pick, float(t), float(100.0 * (t / best_time[i] - 1.0)))
+        for name, times in (timed or {}).items():
+            t = times.get((nprocs, nbytes), np.nan)
+            picks[name] = (name if t == t else None, float(t), float(100.0 * (t / best_time[i] - 1.0)))
         best = keys[int(np.nanargmin(table[i]))]
         out.append(PointScore(nprocs, nbytes, best, float(best_time[i]), picks))
     return out
@@ -81,3 +85,17 @@ def summary_of(penalty_pct: np.ndarray, scored: np.ndarray) -> dict[str, float]:
             "mean_pct": float(kept.mean()), "max_pct": float(kept.max()),
             "within_5pct": float(np.mean(kept <= 5.0 + 1e-9)),
             "within_10pct": float(np.mean(kept <= 10.0 + 1e-9))}
+
+
+def best_single(measured: Mapping[Point, Mapping[Hashable, float]]) -> Hashable | None:
+    """The algorithm with the least mean penalty over the points where every candidate was measured (the one
+    a site tuned once on these points would keep everywhere)."""
+    points = sorted(measured)
+    keys = sorted({k for times in measured.values() for k in times}, key=str)
+    if not points or not keys:
+        return None
+    table = np.array([[measured[p].get(k, np.nan) for k in keys] for p in points])
+    pen = table / np.nanmin(table, axis=1)[:, None] - 1.0
+    with np.errstate(invalid="ignore"):
+        mean_pen = np.where(np.isnan(pen).any(axis=0), np.inf, np.nanmean(pen, axis=0))
+    return keys[int(np.argmin(mean_pen))]

@@ -1,0 +1,176 @@
+"""Inverse calibration: a model's per-channel parameters from measured times of known collective algorithms.
+
+The data most sites hold are OSU sweeps of collectives, one run per forced
+algorithm (issue 13), not ping-pongs. Here the parameters theta of Hockney's
+model (alpha_c seconds and beta_c seconds per byte, per channel c of the
+platform) are chosen so that the model's prices of the *measured
+algorithms' schedules* match the measured times over every algorithm, size
+and process count of the training rows:
+
+    minimize  sum_i rho( log(T_i(theta) / y_i) ),   theta >= 0
+
+with rho scipy's ``soft_l1`` (robust: a disturbed run does not pull the
+fit) on log-time residuals (every size weighs the same), T_i the Hockney
+price of point i's schedule placed in blocks of its ranks per node.
+
+Hockney's price of a schedule is the longest path through it of sums of
+alpha_c + beta_c m: piecewise linear and positively homogeneous in theta,
+so T_i(theta) = g_i . theta with g_i the message counts and bytes per
+channel along the critical path. Each outer step prices every point at
+theta and at theta + h e_k (forward differences, exact on the current
+linear piece) to get G, fits the linearized problem T = G theta with
+``least_squares``, and repeats until theta settles (a few steps): 1 + 2C
+pricings per step instead of a Jacobian per iteration.
+
+A parameter no training schedule touches (no two-node rows: the network
+channel) has a zero column in G: it is reported as *unidentified* and its
+channel left out of the result rather than invented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from commcost.errors import InputError
+
+LOSS = "soft_l1"
+F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linear
+START = (1e-6, 1e-10)  # alpha_s, beta_s_per_byte before the first step
+
+
+@dataclass(frozen=True)
+class Point:
+    """One training point: what ran (labels for the report), the priced schedule's key, the measured time."""
+
+    collective: str
+    algorithm: str
+    nprocs: int
+    nbytes: int
+    time_s: float
+
+
+@dataclass
+class CollectiveFit:
+    """The fitted parameters per channel, what the data could not identify, and how well it fits."""
+
+    params: dict[str, tuple[float, float]]  # channel -> (alpha_s, beta_s_per_byte)
+    unidentified: list[str]  # "alpha_s of ib", ...
+    ratio: np.ndarray  # measured / model per point
+    points: Sequence[Point]
+    steps: int
+    pricings: int
+    per_algorithm: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, float]:
+        """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""
+        return _figures(self.ratio)
+
+
+def _figures(ratio: np.ndarray) -> dict[str, float]:
+    lr = np.abs(np.log(ratio))
+    return {"points": int(len(ratio)), "mu": float(np.exp(np.mean(np.log(ratio)))),
+            "median_abs_pct": float(100 * np.expm1(np.median(lr))), "p90_abs_pct": float(100 * np.expm1(np.percentile(lr, 90)))}
+
+
+def fit_hockney(points: Sequence[Point], channels: Sequence[str], price: Callable[[np.ndarray], np.ndarray],
+                max_steps: int = 12, tol: float = 1e-4) -> CollectiveFit:
+    """Fit Hockney's (alpha_c, beta_c) per channel (module docstring). ``price(theta)`` gives every point's
+    model time for ``theta`` = [alpha_0, beta_0, alpha_1, beta_1, ...] in ``channels`` order."""
+    if not points:
+        raise InputError("no collective rows to fit; expected measured times of forced algorithms "
+                         "(e.g. commcost import coltune)")
+    y = np.array([p.time_s for p in points], dtype=np.float64)
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise InputError("expected measured times > 0 in every row")
+    k = 2 * len(channels)
+    theta = np.array([START[j % 2] for j in range(k)], dtype=np.float64)
+    base = price(theta)
+    theta *= np.exp(np.median(np.log(y / np.maximum(base, 1e-300))))  # homogeneous: one common scale first
+    pricings = 1
+    used = np.zeros(k, bool)
+    steps = 0
+    for steps in range(1, max_steps + 1):
+        t0 = price(theta)
+        G = np.empty((len(points), k))
+        for j in range(k):
+            h = 1e-3 * theta[j]
+            moved = theta.copy()
+            moved[j] += h
+            G[:, j] = (price(moved) - t0) / h
+        pricings += 1 + k
+        used |= np.abs(G).max(axis=0) > 0
+        G[:, ~used] = 0.0
+
+        def residual(x: np.ndarray) -> np.ndarray:
+            return np.log(np.maximum(G @ x, 1e-300) / y)
+
+        x0 = np.where(used, theta, 0.0)
+        lower = np.where(used, 0.0, 0.0)
+        upper = np.where(used, np.inf, 1e-300)
+        fit = least_squares(residual, np.clip(x0, lower, upper), bounds=(lower, upper), loss=LOSS,
+                            f_scale=F_SCALE, x_scale=np.where(used, np.maximum(theta, 1e-18), 1.0))
+        new = np.where(used, fit.x, theta)
+        change = np.max(np.abs(new - theta)[used] / np.maximum(theta[used], 1e-300)) if used.any() else 0.0
+        theta = new
+        if change < tol:
+            break
+    model = price(theta)
+    pricings += 1
+    ratio = y / model
+    names = [f"{'alpha_s' if j % 2 == 0 else 'beta_s_per_byte'} of {channels[j // 2]}" for j in range(k)]
+    params = {c: (float(theta[2 * i]), float(theta[2 * i + 1])) for i, c in enumerate(channels)
+              if used[2 * i] or used[2 * i + 1]}
+    per: dict[str, dict[str, float]] = {}
+    keys = [f"{p.collective}.{p.algorithm}" for p in points]
+    for key in sorted(set(keys)):
+        mask = np.array([kk == key for kk in keys])
+        per[key] = _figures(ratio[mask])
+    return CollectiveFit(params, [n for n, u in zip(names, used) if not u], ratio, points, steps, pricings, per)
+
+
+def collective_points(rows, platform, collectives: Sequence[str] | None = None, max_procs: int | None = None,
+                      library: str = "ompi"):
+    """The training points of measurement rows (forced algorithms only: Open MPI's ``default`` rows say
+    nothing about a schedule), one per (collective, algorithm, P, ranks per node, n) with the median of its
+    runs, each with its schedule placed in blocks; returns (points, placed schedules, channel names used)."""
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.models import PlacedSchedule
+    from commcost.platform import Mapping
+
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        if not row.collective or not row.algorithm or row.algorithm == "default" or row.nbytes <= 0:
+            continue
+        if collectives is not None and row.collective not in collectives:
+            continue
+        if max_procs is not None and row.nprocs > max_procs:
+            continue
+        key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0)
+        groups.setdefault(key, []).append(row.time_s_median or row.time_s_mean)
+    points, placed, used = [], [], set()
+    for (coll, alg, nprocs, ppn, nbytes, segsize), times in sorted(groups.items()):
+        collective = Collective(coll)
+        algorithm = find(collective, alg if "." in alg or alg.isdigit() else f"{library}.{alg}")
+        given = {"segsize": segsize} if segsize and any(p.name == "segsize" for p in algorithm.params) else {}
+        schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params(given)).schedule
+        where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
+        used.update(platform.channels[c].name for c in np.unique(where.channel))
+        points.append(Point(coll, algorithm.name, nprocs, nbytes, float(np.median(times))))
+        placed.append(where)
+    channels = [c.name for c in platform.channels if c.name in used]
+    return points, placed, channels
+
+
+def hockney_pricer(placed, channels: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """``price(theta)``: every placed schedule's Hockney time for theta = [alpha_0, beta_0, ...]."""
+    from commcost.models.hockney import Hockney, HockneyChannel, HockneyParams
+
+    def price(theta: np.ndarray) -> np.ndarray:
+        model = Hockney(HockneyParams({c: HockneyChannel(float(theta[2 * i]), float(theta[2 * i + 1]))
+                                       for i, c in enumerate(channels)}))
+        return np.array([model.total_time_s(p) for p in placed])
+    return price

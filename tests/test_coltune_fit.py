@@ -1,0 +1,141 @@
+"""Learning from the collective timings sites already have (issue 13): an ompi-collectives-tuning folder
+imported, Hockney fitted to the forced algorithms' measured times by pricing their schedules (inverse
+calibration), picks beyond the training range, held-out scoring, and a synthetic recovery of known parameters."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commcost.calibration.fit_from_collectives import Point, fit_hockney, hockney_pricer
+from commcost.cli.main import main
+from commcost.collectives import Case, Collective, algorithms, build
+from commcost.io.coltune_import import read_coltune
+from commcost.io.params_file import load_params
+from commcost.io.platform_file import load_platform
+from commcost.models import PlacedSchedule
+from commcost.platform import Mapping
+
+HERE = Path(__file__).resolve().parent
+PEAK = HERE / "data" / "peak-coltune"
+PLATFORM = HERE.parent / "examples" / "peak" / "platform.toml"
+
+
+def test_coltune_folder_reads_ids_as_names_and_ranks_per_node_from_the_job_script():
+    rows = read_coltune(PEAK, host="peak")
+    assert {r.collective for r in rows} == {"bcast", "allreduce"}
+    algs = {r.algorithm for r in rows if r.collective == "bcast"}
+    assert {"default", "basic_linear", "binomial", "knomial", "scatter_allgather_ring"} <= algs
+    assert {r.ppn for r in rows if r.nprocs >= 64} == {42} and {r.nnodes for r in rows if r.nprocs == 128} == {4}
+    assert {(r.ppn, r.nnodes) for r in rows if r.nprocs == 8} == {(8, 1)}
+    one = [r for r in rows if r.collective == "bcast" and r.algorithm == "binomial" and r.nprocs == 128]
+    assert len(one) == 21 and one[0].nbytes == 1 and one[-1].nbytes == 1 << 20 and one[0].host == "peak"
+
+
+def test_an_id_the_version_lacks_is_one_line_naming_the_file(tmp_path, capsys):
+    copy = tmp_path / "peak"
+    shutil.copytree(PEAK, copy)
+    shutil.copy(copy / "output" / "bcast" / "6_2ranks_run0.out", copy / "output" / "bcast" / "12_2ranks_run0.out")
+    assert main(["import", "coltune", str(copy), "-o", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "12_2ranks_run0.out" in err and "no bcast algorithm 12" in err
+    assert not (tmp_path / "m.csv").exists()
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("coltune") / "m.csv"
+    assert main(["import", "coltune", str(PEAK), "-o", str(out), "--host", "peak"]) == 0
+    return out
+
+
+def test_fit_select_beyond_the_training_range(imported, tmp_path, capsys):
+    """The must-show: import + fit --from-collectives + select --format csv give picks at P and sizes no
+    training row had (train P <= 64, picks at 128 and 512)."""
+    params = tmp_path / "peak.toml"
+    assert main(["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform", str(PLATFORM),
+                 "--max-procs", "64", "-o", str(params)]) == 0
+    out = capsys.readouterr().out
+    assert "shm" in out and "ib" in out and "per algorithm" in out
+    fitted = load_params(params)
+    assert set(fitted.for_model("hockney").channels) == {"shm", "ib"}
+    assert fitted.algorithm_fit("bcast", "binomial").b > 0
+    assert main(["select", "bcast", "--params", str(params), "--platform", str(PLATFORM), "--model", "hockney",
+                 "--procs", "128,512", "--ppn", "42", "--sizes", "1KiB,2MiB", "--format", "csv"]) == 0
+    picks = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {(int(r["nprocs"]), int(r["nbytes"])) for r in picks} == {(128, 1024), (128, 2 << 20), (512, 1024),
+                                                                      (512, 2 << 20)}
+    assert all(r["algorithm"].startswith("ompi.") for r in picks)
+
+
+def test_one_node_rows_leave_the_network_unidentified(imported, tmp_path, capsys):
+    params = tmp_path / "shm.toml"
+    assert main(["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform", str(PLATFORM),
+                 "--max-procs", "32", "-o", str(params)]) == 0
+    assert "not identified by these rows: alpha_s and beta_s_per_byte of ib" in capsys.readouterr().out
+    assert set(load_params(params).for_model("hockney").channels) == {"shm"}
+
+
+def test_held_out_scoring_prints_the_model_beside_the_baselines(imported, capsys):
+    assert main(["evaluate-selection", "--train", str(imported), "--from-collectives", "--train-max-procs", "64",
+                 "--test", str(imported), "--test-min-procs", "128", "--platform", str(PLATFORM), "--ppn", "42",
+                 "--collective", "allreduce", "--algorithm-fit", "--format", "json"]) == 0
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    assert {p["nprocs"] for p in doc["points"]} == {128}
+    names = set(doc["summary"])
+    assert {"Open MPI default (measured)", "Open MPI fixed decision", "best single algorithm"} <= names
+    assert any(n.startswith("best single on train (") for n in names)
+    assert any(n.startswith("model-based (hockney") for n in names)
+    assert doc["fit"]["points"] > 100 and doc["train_max_procs"] == 64
+
+
+def test_synthetic_recovery_of_known_parameters_and_picks_at_scale():
+    """Measurements priced from known Hockney parameters (shm 0.5 us + 10 GB/s, network 2 us + 2.5 GB/s) for
+    every Open MPI bcast and allreduce at P = 8..64, 16 ranks per node (so the network is exercised), with
+    10% log-normal noise and 5% outliers x3: the fit recovers the four parameters within 5%, and its picks
+    at P = 128..2048 (32 per node) cost within 5% of the true optimum under the true parameters."""
+    from commcost.models.hockney import Hockney, HockneyChannel, HockneyParams
+    from commcost.selection.select import candidates, schedule_pricer, select
+
+    platform, _ = load_platform(HERE.parent / "examples" / "cluster" / "platform.toml")
+    truth = np.array([0.5e-6, 0.1e-9, 2.0e-6, 0.4e-9])
+    channels = ["shm", "ib"]
+    rng = np.random.default_rng(7)
+    points, placed = [], []
+    for collective in (Collective.BCAST, Collective.ALLREDUCE):
+        for algorithm in [a for a in algorithms(collective) if a.library == "ompi" and a.id is not None]:
+            for nprocs in (8, 16, 32, 64):
+                for nbytes in (64, 4096, 65536, 1 << 20):
+                    schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params()).schedule
+                    placed.append(PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, 16)))
+                    points.append((collective.value, algorithm.name, nprocs, nbytes))
+    price = hockney_pricer(placed, channels)
+    measured = price(truth) * rng.lognormal(0.0, 0.1, len(points))
+    measured[rng.random(len(points)) < 0.05] *= 3.0
+    fit = fit_hockney([Point(c, a, p, n, t) for (c, a, p, n), t in zip(points, measured)], channels, price)
+    got = np.array([v for c in channels for v in fit.params[c]])
+    assert np.all(np.abs(got / truth - 1) < 0.05), got / truth
+    assert fit.unidentified == []
+
+    def model(theta):
+        return Hockney(HockneyParams({c: HockneyChannel(theta[2 * i], theta[2 * i + 1])
+                                      for i, c in enumerate(channels)}))
+    procs, sizes = [128, 512, 2048], [1024, 65536, 1 << 20]
+    bcasts = [a.name for a in algorithms(Collective.BCAST) if a.library == "ompi" and a.id is not None]
+    chosen = candidates(Collective.BCAST, "ompi", only=bcasts)
+    mapping_of = lambda p: Mapping.sequential(platform, p, 32)  # noqa: E731
+    true_result = select(Collective.BCAST, "ompi", chosen, procs, sizes, schedule_pricer(model(truth), platform,
+                                                                                         mapping_of))
+    fitted = select(Collective.BCAST, "ompi", chosen, procs, sizes, schedule_pricer(model(got), platform, mapping_of))
+    index = {c: i for i, c in enumerate(true_result.choices)}
+    for i in range(len(procs)):
+        for j in range(len(sizes)):
+            pick = fitted.choices[fitted.best_index[i, j]]
+            assert true_result.time_s[index[pick], i, j] <= 1.05 * true_result.best_time_s[i, j], \
+                (procs[i], sizes[j], pick.label)
