@@ -24,7 +24,9 @@ pricings per step instead of a Jacobian per iteration.
 
 A parameter no training schedule touches (no two-node rows: the network
 channel) has a zero column in G: it is reported as *unidentified* and its
-channel left out of the result rather than invented.
+channel left out of the result rather than invented. One whose doubling and
+halving both move the loss by under 1% is reported as *poorly identified*:
+written, but the data barely constrain it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from commcost.errors import InputError
 LOSS = "soft_l1"
 F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linear
 START = (1e-6, 1e-10)  # alpha_s, beta_s_per_byte before the first step
+WEAK_LOSS = 0.01  # a parameter is poorly identified when doubling and halving it move the loss by less
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class CollectiveFit:
     steps: int
     pricings: int
     per_algorithm: dict[str, dict[str, float]] = field(default_factory=dict)
+    weak: list[str] = field(default_factory=list)  # parameters few points depend on: poorly identified
+    scale_choices: dict[str, "ScaleChoice"] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float]:
         """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""
@@ -121,6 +126,19 @@ def fit_hockney(points: Sequence[Point], channels: Sequence[str], price: Callabl
     model = price(theta)
     pricings += 1
     ratio = y / model
+
+
+    def loss(t: np.ndarray) -> float:
+        r = np.log(np.maximum(t, 1e-300) / y) / F_SCALE
+        return float(np.sum(2 * (np.sqrt(1 + r * r) - 1)))
+
+    here = loss(model)
+    flat = []  # parameters whose doubling and halving both move the loss by under WEAK_LOSS
+    for j in np.flatnonzero(used):
+        moved = [loss(price(theta * np.where(np.arange(k) == j, f, 1.0))) for f in (2.0, 0.5)]
+        pricings += 2
+        if max(abs(m / here - 1) for m in moved) < WEAK_LOSS:
+            flat.append(j)
     names = [f"{'alpha_s' if j % 2 == 0 else 'beta_s_per_byte'} of {channels[j // 2]}" for j in range(k)]
     params = {c: (float(theta[2 * i]), float(theta[2 * i + 1])) for i, c in enumerate(channels)
               if used[2 * i] or used[2 * i + 1]}
@@ -129,7 +147,9 @@ def fit_hockney(points: Sequence[Point], channels: Sequence[str], price: Callabl
     for key in sorted(set(keys)):
         mask = np.array([kk == key for kk in keys])
         per[key] = _figures(ratio[mask])
-    return CollectiveFit(params, [n for n, u in zip(names, used) if not u], ratio, points, steps, pricings, per)
+    weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
+    return CollectiveFit(params, [n for n, u in zip(names, used) if not u], ratio, points, steps, pricings, per,
+                         weak=weak)
 
 
 def collective_points(rows, platform, collectives: Sequence[str] | None = None, max_procs: int | None = None,
@@ -174,3 +194,54 @@ def hockney_pricer(placed, channels: Sequence[str]) -> Callable[[np.ndarray], np
                                        for i, c in enumerate(channels)}))
         return np.array([model.total_time_s(p) for p in placed])
     return price
+
+
+@dataclass(frozen=True)
+class ScaleChoice:
+    """Whether a collective's per-algorithm scale helps, by leave-largest-P-out: the mean penalty (%) of the
+    picks among the measured algorithms at the held-out P, without and with the scale fitted on the rest."""
+
+    collective: str
+    held_out_procs: int
+    points: int
+    without_pct: float
+    with_pct: float
+
+    @property
+    def keep(self) -> bool:
+        return self.with_pct < self.without_pct
+
+
+def choose_scales(points: Sequence[Point], placed: Sequence, channels: Sequence[str],
+                  theta: np.ndarray) -> dict[str, ScaleChoice]:
+    """Per collective, :class:`ScaleChoice` (issue 13 item 3: chosen by cross-validation over P, never by
+    training error): the scales fitted on the points below the largest P, the picks scored at the largest P.
+    The channel parameters ``theta`` are the fit on all points: the largest P is often the only one that
+    crosses nodes, so leaving it out would leave the network unidentified."""
+    out: dict[str, ScaleChoice] = {}
+    largest = max(p.nprocs for p in points)
+    model = hockney_pricer(placed, channels)(theta)
+    ratio = np.array([p.time_s for p in points]) / model
+    below = np.array([p.nprocs < largest for p in points])
+    keys = np.array([f"{p.collective}.{p.algorithm}" for p in points])
+    scale = {key: float(np.exp(np.mean(np.log(ratio[below & (keys == key)]))))
+             for key in set(keys[below])}
+    by_point: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    for i in np.flatnonzero(~below):
+        p = points[i]
+        factor = scale.get(keys[i], 1.0)
+        by_point.setdefault((p.collective, p.nbytes), []).append((p.time_s, model[i], factor * model[i]))
+    penalties: dict[str, list[tuple[float, float]]] = {}
+    for (collective, _), rows in by_point.items():
+        if len(rows) < 2:
+            continue
+        measured = np.array([r[0] for r in rows])
+        best = measured.min()
+        plain = measured[int(np.argmin([r[1] for r in rows]))] / best - 1
+        scaled = measured[int(np.argmin([r[2] for r in rows]))] / best - 1
+        penalties.setdefault(collective, []).append((plain, scaled))
+    for collective, pairs in sorted(penalties.items()):
+        values = np.array(pairs)
+        out[collective] = ScaleChoice(collective, largest, len(pairs), float(100 * values[:, 0].mean()),
+                                      float(100 * values[:, 1].mean()))
+    return out

@@ -182,8 +182,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.train.suffix.lower() != ".toml" and not args.from_collectives:
             raise InputError("per-algorithm fits come from a parameter file or --from-collectives; expected "
                              "--train PARAMS.toml", where="--algorithm-fit")
-        price = _with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
-                                                        params=args.train), params, price)
+        from commcost.io.params_file import ALGORITHM_FIT
+
+        scaled = True
+        if args.from_collectives and not params.sections.get(ALGORITHM_FIT, {}).get(collective.value):
+            scaled = False  # cross-validation over P kept no per-algorithm scale for this collective
+        else:
+            price = _with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
+                                                            params=args.train), params, price)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
 
     def ompi_default(nprocs: int, nbytes: int):
@@ -191,7 +197,10 @@ def _evaluate(args: argparse.Namespace) -> int:
             return None
         return as_choice(decide(collective, nprocs, nbytes))
 
-    label = f"model-based ({args.model}{', fitted per algorithm' if args.algorithm_fit else ''})"
+    how = ""
+    if args.algorithm_fit:
+        how = ", fitted per algorithm" if scaled else ", per-algorithm scale not kept by cross-validation"
+    label = f"model-based ({args.model}{how})"
     strategies = {label: result.selection.choice, "Open MPI fixed decision": ompi_default}
     if args.train.suffix.lower() != ".toml":  # the one algorithm a site tuned on the training rows would keep
         try:

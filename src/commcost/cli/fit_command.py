@@ -155,7 +155,9 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
 
 def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None):
     """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows."""
-    from commcost.calibration.fit_from_collectives import collective_points, fit_hockney, hockney_pricer
+    import numpy as np
+
+    from commcost.calibration.fit_from_collectives import choose_scales, collective_points, fit_hockney, hockney_pricer
 
     if model != "hockney":
         raise InputError(f"fitting {model} to collective times is not built yet; expected --model hockney",
@@ -167,17 +169,22 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     fit = fit_hockney(points, channels, hockney_pricer(placed, channels))
     fit.unidentified += [f"alpha_s and beta_s_per_byte of {c.name} (no training schedule uses it)"
                          for c in platform.channels if c.name not in channels]
+    theta = np.array([v for c in channels for v in fit.params.get(c, (0.0, 0.0))])
+    fit.scale_choices = choose_scales(points, placed, channels, theta)
     return fit
 
 
 def collective_fit_sections(fit) -> dict:
     """The parameter-file sections of a collective fit: ``[hockney.<channel>]``, and per measured algorithm
-    its scale ``[algorithm_fit.<collective>.<name>]`` a_s = 0, b = the geometric mean of measured/model over
-    its training points (paper 004 section 5.2's per-algorithm correction, proportional form)."""
+    of a collective whose scale helps by cross-validation (:func:`choose_scales`) its scale
+    ``[algorithm_fit.<collective>.<name>]`` a_s = 0, b = the geometric mean of measured/model over its
+    training points (paper 004 section 5.2's per-algorithm correction, proportional form)."""
     fits: dict = {}
+    kept = {c for c, choice in getattr(fit, "scale_choices", {}).items() if choice.keep}
     for key, figures in fit.per_algorithm.items():
         collective, _, name = key.partition(".")
-        fits.setdefault(collective, {})[name] = {"a_s": 0.0, "b": figures["mu"], "model": "hockney"}
+        if collective in kept:
+            fits.setdefault(collective, {})[name] = {"a_s": 0.0, "b": figures["mu"], "model": "hockney"}
     return {"hockney": {c: {"alpha_s": a, "beta_s_per_byte": b} for c, (a, b) in fit.params.items()},
             "algorithm_fit": fits}
 
@@ -203,11 +210,16 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
     meta = {"fitted_from": str(args.measurements), "method": "inverse calibration on collective times",
             "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
-                        "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm}}
+                        "unidentified": fit.unidentified, "poorly_identified": fit.weak,
+                        "per_algorithm": fit.per_algorithm}}
     write_params(args.out, collective_fit_sections(fit), meta)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"out": str(args.out), "params": fit.params, "unidentified": fit.unidentified,
+                          "poorly_identified": fit.weak,
                           "summary": total, "per_algorithm": fit.per_algorithm, "seconds": spent,
+                          "scale_choices": {c: {"keep": v.keep, "held_out_procs": v.held_out_procs,
+                                                "with_pct": v.with_pct, "without_pct": v.without_pct}
+                                            for c, v in fit.scale_choices.items()},
                           "steps": fit.steps, "pricings": fit.pricings}, indent=2))
         return 0
     print(f"hockney fitted to {total['points']} measured points of forced algorithms in {spent:.1f} s "
@@ -217,8 +229,14 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
               f"({1e-9 / beta if beta > 0 else float('inf'):.2f} GB/s)")
     for what in fit.unidentified:
         print(f"  not identified by these rows: {what} (no training schedule uses it; not written)")
+    for what in fit.weak:
+        print(f"  poorly identified: {what}")
     print(f"  measured/model: geometric mean {total['mu']:.3f}, median |error| {total['median_abs_pct']:.0f}%, "
           f"90th percentile {total['p90_abs_pct']:.0f}%")
+    for collective, choice in fit.scale_choices.items():
+        print(f"  per-algorithm scale for {collective}: {'kept' if choice.keep else 'not kept'} (picks at "
+              f"P = {choice.held_out_procs} with the scales fitted below it: mean penalty {choice.with_pct:.1f}%, "
+              f"without: {choice.without_pct:.1f}%, {choice.points} sizes)")
     print("  per algorithm (geometric mean measured/model, median |error|):")
     for key, figures in fit.per_algorithm.items():
         print(f"    {key:<34} {figures['mu']:7.3f}  {figures['median_abs_pct']:6.0f}%  ({figures['points']} points)")
