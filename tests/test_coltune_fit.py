@@ -142,3 +142,32 @@ def test_synthetic_recovery_of_known_parameters_and_picks_at_scale():
             pick = fitted.choices[fitted.best_index[i, j]]
             assert true_result.time_s[index[pick], i, j] <= 1.05 * true_result.best_time_s[i, j], \
                 (procs[i], sizes[j], pick.label)
+
+
+def test_tune_from_measurements_goes_straight_to_rules(imported, tmp_path, capsys):
+    """Item 7: tune --from-measurements skips calibrating: fit, select, the files with their provenance."""
+    import json
+
+    out = tmp_path / "run"
+    assert main(["tune", "--from-measurements", str(imported), "--platform", str(PLATFORM), "--ppn", "42",
+                 "--select-procs", "64,128", "--sizes", "1KiB..64KiB", "--collectives", "bcast,allreduce",
+                 "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "[1/4] fitting hockney" in text and "not timed here" in text
+    for name in ("ompi-rules.conf", "han-rules.conf", "mca-params.conf", "params.toml", "platform.toml"):
+        assert (out / name).is_file()
+    assert "calibrated on peak" in (out / "ompi-rules.conf").read_text()
+    report = json.loads((out / "report.json").read_text())
+    assert report["from_measurements"] == str(imported) and report["model"] == "hockney"
+    assert set(report["selections"]) == {"bcast.ompi", "allreduce.ompi"}
+
+
+def test_tune_from_one_node_measurements_says_the_network_is_unidentified(tmp_path, capsys):
+    from commcost.io.measurements import MeasurementStore
+
+    csv_path = tmp_path / "one-node.csv"
+    MeasurementStore(csv_path).extend([r for r in read_coltune(PEAK) if r.nprocs <= 32])
+    code = main(["tune", "--from-measurements", str(csv_path), "--platform", str(PLATFORM), "--ppn", "42",
+                 "--select-procs", "64", "--sizes", "1KiB", "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "['ib']" in err and "unidentified" in err and err.count("\n") == 1

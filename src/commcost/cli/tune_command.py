@@ -72,6 +72,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged "
                         f"or the fit's mean proportional error exceeds {MU_BOUND}")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--from-measurements", type=Path, metavar="CSV",
+                   help="skip calibrating: fit Hockney to the measured forced collective algorithms of CSV (OSU "
+                        "sweeps, commcost import coltune) and go straight to select and the files; needs "
+                        "--platform; no measured check unless --verify-launcher")
+    p.add_argument("--platform", type=Path, help="--from-measurements: the platform the measurements ran on (.toml)")
 
 
 def slurm_lines(nodes: int, ppn: int, procs: int) -> dict[str, str]:
@@ -126,9 +131,11 @@ def _calibration_extent(csv_path: Path, params) -> dict:
     rows = read_measurements(csv_path) if csv_path.exists() else []
     p2p = [m.nbytes for m in rows if m.benchmark in ("pingpong", "ring_tau")]
     measured: dict[str, set] = {}
-    for m in rows:
-        if m.collective and m.benchmark in ("collective", "bcast_gather"):
+    for m in rows:  # commcost's own collective rows, or imported sweeps (osu_bcast, ...)
+        if m.collective and (m.benchmark in ("collective", "bcast_gather") or m.benchmark.startswith(("osu_", "imb_"))):
             measured.setdefault(m.collective, set()).add((m.nprocs, m.nbytes))
+    if not p2p:  # no point-to-point rows: the sizes the collectives were timed at
+        p2p = [n for points in measured.values() for _, n in points]
     procs = params.meta.get("procs")
     return {"procs": procs if isinstance(procs, int) else max((m.nprocs for m in rows), default=2),
             "sizes": (min(p2p), max(p2p)) if p2p else (0, 0), "measured": measured,
@@ -164,7 +171,7 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _tune_steps(args: argparse.Namespace) -> int:
     from commcost.cli.grid_options import parse_points
-    from commcost.collectives import Collective, algorithms
+    from commcost.collectives import Collective
     from commcost.io.params_file import load_params
 
     started = time.monotonic()
@@ -179,6 +186,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
     sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
     if args.ppn < 1:
         raise InputError(f"expected --ppn >= 1, got {args.ppn}", where="--ppn")
+    if args.from_measurements is not None:
+        return _tune_from_measurements(args, collectives, procs, sizes, started)
     reserve = 10.0 + 5.0 * len(collectives)  # selection, files and report
     verify_s = 0.0 if args.no_verify else min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_SHARE * args.budget))
     if args.budget <= reserve + verify_s + 10:
@@ -251,8 +260,39 @@ def _tune_steps(args: argparse.Namespace) -> int:
     # 2. the platform of the rules
     platform_path = args.out / "platform.toml"
     platform_path.write_text(platform_text(args.ppn, max(2, math.ceil(procs[-1] / args.ppn)), network))
+    written, conf, confidence = _select_and_write(args, collectives, procs, sizes, model, params, params_path,
+                                                  platform_path, calibration, share, channels, started,
+                                                  args.out / "measurements.csv")
 
-    # 3. select and write, per collective and library
+    # 5. the measured check: the collectives with and without the files, predicted gain beside
+    code = 0
+    left = args.budget - (time.monotonic() - started) - 2.0
+    if conf is not None and not args.no_verify:
+        print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'} ({left:.0f} s budget)",
+              flush=True)
+        if left < VERIFY_MIN_S / 2:
+            print("  not measured: the budget is spent (commcost verify OUT measures it later)", flush=True)
+        else:
+            code = main(_verify_args(args, collectives, launchers, left))
+    report = {"commcost_tune": provenance_lines(params, params_path, model, args.ppn), "model": model,
+              "parameters": str(params_path.resolve()),
+              "converged_share": share, "points": params.meta.get("points"),
+              "unconverged": calibration["unconverged"], "fit_quality": quality, "min_gain": args.min_gain,
+              "calibrated_procs": calibration["procs"], "measured_sizes": list(calibration["sizes"]),
+              "selections": confidence, "files": [str(p) for p in written]}
+    verified = args.out / "verify.json"
+    if verified.exists() and conf is not None and not args.no_verify:
+        report["verify"] = json.loads(verified.read_text())
+    (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    return code
+
+
+def _select_and_write(args, collectives, procs, sizes, model: str, params, params_path: Path, platform_path: Path,
+                      calibration: dict, share, channels, started: float, measured_path: Path):
+    """Steps 2 and 3 of tune: select per collective and library, write the rules files and print the report;
+    returns (files written, the mca-params text or None, the confidence per selection)."""
+    from commcost.collectives import algorithms
+
     print(f"[2/4] selecting under {model} for {', '.join(c.value for c in collectives)}: P {args.select_procs}, "
           f"{args.ppn} per node, sizes {args.sizes}", flush=True)
     ompi, mpich, reports, confidence = [], [], [], {}
@@ -288,9 +328,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
         write_mpich_json(mpich, args.out / "mpich-coll.json", args.mpich_base)
         written.append(args.out / "mpich-coll.json")
 
-    # 4. report
     print(f"[3/4] report ({time.monotonic() - started:.0f} s)\n")
-    print(f"  measured: {args.out / 'measurements.csv'}: {params.meta.get('points', '?')} points, "
+    print(f"  measured: {measured_path}: {params.meta.get('points', '?')} points, "
           + (f"{share:.0%} converged (95% CI within 2.5% of the mean)" if isinstance(share, (int, float)) else
              "convergence unknown"))
     print(f"  fitted: {params_path} ({model}: {', '.join(channels)})")
@@ -310,24 +349,70 @@ def _tune_steps(args: argparse.Namespace) -> int:
     if mpich:
         print(f"       MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={args.out / 'mpich-coll.json'} mpiexec ...")
 
-    # 5. the measured check: the collectives with and without the files, predicted gain beside
+    return written, conf, confidence
+
+
+def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> int:
+    """tune on measurements a site already has: Hockney fitted to the forced collective algorithms of
+    ``--from-measurements`` (:func:`commcost.cli.fit_command.fit_collective_rows`), then select and the files
+    as after a calibration; the measured check only with ``--verify-launcher``."""
+    from commcost.cli.fit_command import collective_fit_sections, fit_collective_rows
+    from commcost.io.measurements import read_measurements
+    from commcost.io.params_file import load_params, write_params
+    from commcost.io.platform_file import load_platform
+
+    if args.platform is None:
+        raise InputError("fitting to measured collectives prices their schedules on the platform they ran on; "
+                         "expected --platform", where="--platform")
+    platform, _ = load_platform(args.platform)
+    rows = read_measurements(args.from_measurements)
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"[1/4] fitting hockney to the measured collective algorithms of {args.from_measurements}", flush=True)
+    try:
+        fit = fit_collective_rows(rows, platform, "hockney")
+    except InputError as exc:
+        raise exc.located(source=str(args.from_measurements)) from None
+    missing = [c.name for c in platform.channels if c.name not in fit.params]
+    if missing:
+        raise InputError(f"the measurements leave channel(s) {missing} of the platform unidentified (no measured "
+                         "schedule uses them: runs on one node only?); expected rows that cross nodes",
+                         source=str(args.from_measurements))
+    for what in fit.weak:
+        print(f"  warning: poorly identified: {what}", flush=True)
+    total = fit.summary()
+    stamps = sorted(r.timestamp for r in rows if r.timestamp)
+    meta = {"fitted_from": str(args.from_measurements.resolve()), "method": "inverse calibration on collective times",
+            "host": sorted({r.host for r in rows if r.host}), "mpi": sorted({r.mpi for r in rows if r.mpi}),
+            "date": stamps[-1] if stamps else "?", "points": len(rows), "procs": max(r.nprocs for r in rows),
+            "quality": {"fit": {"points": total["points"], "mu": total["mu"],
+                                "median_abs_pct": total["median_abs_pct"], "poorly_identified": fit.weak}}}
+    params_path = args.out / "params.toml"
+    write_params(params_path, collective_fit_sections(fit), meta)
+    params = load_params(params_path)
+    print(f"  {total['points']} points: measured/model {total['mu']:.3f} (geometric mean), median |error| "
+          f"{total['median_abs_pct']:.0f}%", flush=True)
+    calibration = _calibration_extent(args.from_measurements, params)
+    platform_path = args.out / "platform.toml"  # the rules' platform: the given one, ranks placed in blocks of --ppn
+    text = args.platform.read_text()
+    if "[mapping]" not in text:
+        text += f'\n# added by commcost tune: the rules are for {args.ppn} ranks per node\n' \
+                f'[mapping]\nkind = "sequential"\nppn = {args.ppn}\n'
+    platform_path.write_text(text)
+    written, conf, confidence = _select_and_write(args, collectives, procs, sizes, "hockney", params, params_path,
+                                                  platform_path, calibration, None, sorted(fit.params), started,
+                                                  args.from_measurements)
     code = 0
-    left = args.budget - (time.monotonic() - started) - 2.0
-    if conf is not None and not args.no_verify:
-        print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'} ({left:.0f} s budget)",
-              flush=True)
-        if left < VERIFY_MIN_S / 2:
-            print("  not measured: the budget is spent (commcost verify OUT measures it later)", flush=True)
-        else:
-            code = main(_verify_args(args, collectives, launchers, left))
-    report = {"commcost_tune": provenance, "model": model, "parameters": str(params_path.resolve()),
-              "converged_share": share, "points": params.meta.get("points"),
-              "unconverged": calibration["unconverged"], "fit_quality": quality, "min_gain": args.min_gain,
-              "calibrated_procs": calibration["procs"], "measured_sizes": list(calibration["sizes"]),
-              "selections": confidence, "files": [str(p) for p in written]}
-    verified = args.out / "verify.json"
-    if verified.exists() and conf is not None and not args.no_verify:
-        report["verify"] = json.loads(verified.read_text())
+    if conf is not None and args.verify_launcher and not args.no_verify:
+        left = args.budget - (time.monotonic() - started) - 2.0
+        print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'}", flush=True)
+        code = main(_verify_args(args, collectives, {}, left))
+    else:
+        print("\n[4/4] not timed here (the measurements came from elsewhere): run commcost verify "
+              f"{args.out} on the machine", flush=True)
+    report = {"commcost_tune": provenance_lines(params, params_path, "hockney", args.ppn), "model": "hockney",
+              "parameters": str(params_path.resolve()), "from_measurements": str(args.from_measurements),
+              "fit": {**total, "poorly_identified": fit.weak}, "min_gain": args.min_gain, "selections": confidence,
+              "files": [str(p) for p in written]}
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     return code
 
