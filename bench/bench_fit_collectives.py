@@ -6,7 +6,7 @@ Data: the Peak extract in tests/data/peak-coltune (OSU sweeps of every Open
 MPI bcast and allreduce algorithm, 42 ranks per node), training rows of at
 most 64 ranks. Two fits of the same points in the same run:
 
-* commcost's (:func:`commcost.calibration.fit_from_collectives.fit_hockney`):
+* commcost's (:func:`commcost.calibration.fit_from_collectives.fit_model`):
   the schedules priced 1 + 2C times per outer step, the linearized problem
   solved in between;
 * the baseline: scipy's ``least_squares`` on the priced model itself, its
@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from commcost.calibration.fit_from_collectives import (F_SCALE, LOSS, collective_points, fit_hockney,
-                                                       hockney_pricer)
+from commcost.calibration.fit_from_collectives import F_SCALE, LOSS, collective_points, fit_model, pricer
 from commcost.io.coltune_import import read_coltune
 from commcost.io.measurements import MeasurementStore, read_measurements
 from commcost.io.platform_file import load_platform
@@ -47,15 +46,15 @@ def main() -> None:
     t_build = time.perf_counter() - t0
     print(f"{len(rows)} measured rows -> {len(points)} training points (P <= 64; median of runs), "
           f"schedules built and placed in {t_build:.2f} s; channels {channels}")
-    price = hockney_pricer(placed, channels)
+    price = pricer("hockney", placed, channels)
     t0 = time.perf_counter()
-    fit = fit_hockney(points, channels, price)
+    fit = fit_model("hockney", points, channels, price)
     t_fit = time.perf_counter() - t0
     figures = fit.summary()
     print(f"commcost fit: {t_fit:.2f} s, {fit.steps} steps, {fit.pricings} pricings of every point; "
           f"mu {figures['mu']:.3f}, median |error| {figures['median_abs_pct']:.0f}%")
-    for c, (a, b) in fit.params.items():
-        print(f"  {c}: alpha {a * 1e6:.4f} us, beta {b * 1e9:.5f} ns/B")
+    for c, values in fit.params.items():
+        print(f"  {c}: alpha {values['alpha_s'] * 1e6:.4f} us, beta {values['beta_s_per_byte'] * 1e9:.5f} ns/B")
 
     y = np.array([p.time_s for p in points])
     calls = [0]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commcost.calibration.fit_from_collectives import Point, fit_hockney, hockney_pricer
+from commcost.calibration.fit_from_collectives import Point, fit_model, pricer
 from commcost.cli.main import main
 from commcost.collectives import Case, Collective, algorithms, build
 from commcost.io.coltune_import import read_coltune
@@ -80,7 +80,7 @@ def test_one_node_rows_leave_the_network_unidentified(imported, tmp_path, capsys
     params = tmp_path / "shm.toml"
     assert main(["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform", str(PLATFORM),
                  "--max-procs", "32", "-o", str(params)]) == 0
-    assert "not identified by these rows: alpha_s and beta_s_per_byte of ib" in capsys.readouterr().out
+    assert "not identified by these rows: alpha_s, beta_s_per_byte of ib" in capsys.readouterr().out
     assert set(load_params(params).for_model("hockney").channels) == {"shm"}
 
 
@@ -118,11 +118,11 @@ def test_synthetic_recovery_of_known_parameters_and_picks_at_scale():
                     schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params()).schedule
                     placed.append(PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, 16)))
                     points.append((collective.value, algorithm.name, nprocs, nbytes))
-    price = hockney_pricer(placed, channels)
+    price = pricer("hockney", placed, channels)
     measured = price(truth) * rng.lognormal(0.0, 0.1, len(points))
     measured[rng.random(len(points)) < 0.05] *= 3.0
-    fit = fit_hockney([Point(c, a, p, n, t) for (c, a, p, n), t in zip(points, measured)], channels, price)
-    got = np.array([v for c in channels for v in fit.params[c]])
+    fit = fit_model("hockney", [Point(c, a, p, n, t) for (c, a, p, n), t in zip(points, measured)], channels, price)
+    got = fit.theta
     assert np.all(np.abs(got / truth - 1) < 0.05), got / truth
     assert fit.unidentified == [] and fit.weak == []
 

@@ -1,22 +1,23 @@
 """Inverse calibration: a model's per-channel parameters from measured times of known collective algorithms.
 
 The data most sites hold are OSU sweeps of collectives, one run per forced
-algorithm (issue 13), not ping-pongs. Here the parameters theta of Hockney's
-model (alpha_c seconds and beta_c seconds per byte, per channel c of the
-platform) are chosen so that the model's prices of the *measured
-algorithms' schedules* match the measured times over every algorithm, size
-and process count of the training rows:
+algorithm (issue 13), not ping-pongs. Here the parameters theta of a model,
+per channel c of the platform (Hockney: alpha_c seconds and beta_c seconds
+per byte; LogGPH: L_c, o_c, g_c, G_c), are chosen so that the model's prices
+of the *measured algorithms' schedules* match the measured times over every
+algorithm, size and process count of the training rows:
 
     minimize  sum_i rho( log(T_i(theta) / y_i) ),   theta >= 0
 
 with rho scipy's ``soft_l1`` (robust: a disturbed run does not pull the
-fit) on log-time residuals (every size weighs the same), T_i the Hockney
+fit) on log-time residuals (every size weighs the same), T_i the model's
 price of point i's schedule placed in blocks of its ranks per node.
 
 Hockney's price of a schedule is the longest path through it of sums of
 alpha_c + beta_c m: piecewise linear and positively homogeneous in theta,
 so T_i(theta) = g_i . theta with g_i the message counts and bytes per
-channel along the critical path. Each outer step prices every point at
+channel along the critical path (LogGPH's, with its max(g, o + (m-1) G)
+gaps, is too). Each outer step prices every point at
 theta and at theta + h e_k (forward differences, exact on the current
 linear piece) to get G, fits the linearized problem T = G theta with
 ``least_squares``, and repeats until theta settles (a few steps): 1 + 2C
@@ -41,7 +42,9 @@ from commcost.errors import InputError
 
 LOSS = "soft_l1"
 F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linear
-START = (1e-6, 1e-10)  # alpha_s, beta_s_per_byte before the first step
+# the models fitted this way: their per-channel parameters, and where they start before the first step
+MODEL_PARAMS = {"hockney": ("alpha_s", "beta_s_per_byte"), "loggph": ("L_s", "o_s", "g_s", "G_s_per_byte")}
+STARTS = {"hockney": (1e-6, 1e-10), "loggph": (1e-6, 5e-7, 5e-7, 1e-10)}
 WEAK_LOSS = 0.01  # a parameter is poorly identified when doubling and halving it move the loss by less
 
 
@@ -60,7 +63,9 @@ class Point:
 class CollectiveFit:
     """The fitted parameters per channel, what the data could not identify, and how well it fits."""
 
-    params: dict[str, tuple[float, float]]  # channel -> (alpha_s, beta_s_per_byte)
+    model: str
+    params: dict[str, dict[str, float]]  # channel -> {parameter: value} (channels the data identify)
+    theta: np.ndarray  # every parameter, channel by channel in the order fitted
     unidentified: list[str]  # "alpha_s of ib", ...
     ratio: np.ndarray  # measured / model per point
     points: Sequence[Point]
@@ -81,18 +86,19 @@ def _figures(ratio: np.ndarray) -> dict[str, float]:
             "median_abs_pct": float(100 * np.expm1(np.median(lr))), "p90_abs_pct": float(100 * np.expm1(np.percentile(lr, 90)))}
 
 
-def fit_hockney(points: Sequence[Point], channels: Sequence[str], price: Callable[[np.ndarray], np.ndarray],
-                max_steps: int = 12, tol: float = 1e-4) -> CollectiveFit:
-    """Fit Hockney's (alpha_c, beta_c) per channel (module docstring). ``price(theta)`` gives every point's
-    model time for ``theta`` = [alpha_0, beta_0, alpha_1, beta_1, ...] in ``channels`` order."""
+def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
+              price: Callable[[np.ndarray], np.ndarray], max_steps: int = 12, tol: float = 1e-4) -> CollectiveFit:
+    """Fit ``model``'s parameters per channel (module docstring). ``price(theta)`` gives every point's model
+    time for ``theta``: the :data:`MODEL_PARAMS` of each channel in turn, in ``channels`` order."""
     if not points:
         raise InputError("no collective rows to fit; expected measured times of forced algorithms "
                          "(e.g. commcost import coltune)")
     y = np.array([p.time_s for p in points], dtype=np.float64)
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
         raise InputError("expected measured times > 0 in every row")
-    k = 2 * len(channels)
-    theta = np.array([START[j % 2] for j in range(k)], dtype=np.float64)
+    per = len(MODEL_PARAMS[model])
+    k = per * len(channels)
+    theta = np.array([STARTS[model][j % per] for j in range(k)], dtype=np.float64)
     base = price(theta)
     theta *= np.exp(np.median(np.log(y / np.maximum(base, 1e-300))))  # homogeneous: one common scale first
     pricings = 1
@@ -123,33 +129,33 @@ def fit_hockney(points: Sequence[Point], channels: Sequence[str], price: Callabl
         theta = new
         if change < tol:
             break
-    model = price(theta)
+    modelled = price(theta)
     pricings += 1
-    ratio = y / model
+    ratio = y / modelled
 
 
     def loss(t: np.ndarray) -> float:
         r = np.log(np.maximum(t, 1e-300) / y) / F_SCALE
         return float(np.sum(2 * (np.sqrt(1 + r * r) - 1)))
 
-    here = loss(model)
+    here = loss(modelled)
     flat = []  # parameters whose doubling and halving both move the loss by under WEAK_LOSS
     for j in np.flatnonzero(used):
         moved = [loss(price(theta * np.where(np.arange(k) == j, f, 1.0))) for f in (2.0, 0.5)]
         pricings += 2
         if max(abs(m / here - 1) for m in moved) < WEAK_LOSS:
             flat.append(j)
-    names = [f"{'alpha_s' if j % 2 == 0 else 'beta_s_per_byte'} of {channels[j // 2]}" for j in range(k)]
-    params = {c: (float(theta[2 * i]), float(theta[2 * i + 1])) for i, c in enumerate(channels)
-              if used[2 * i] or used[2 * i + 1]}
-    per: dict[str, dict[str, float]] = {}
+    names = [f"{MODEL_PARAMS[model][j % per]} of {channels[j // per]}" for j in range(k)]
+    params = {c: {name: float(theta[per * i + q]) for q, name in enumerate(MODEL_PARAMS[model])}
+              for i, c in enumerate(channels) if used[per * i:per * (i + 1)].any()}
+    per_algorithm: dict[str, dict[str, float]] = {}
     keys = [f"{p.collective}.{p.algorithm}" for p in points]
     for key in sorted(set(keys)):
         mask = np.array([kk == key for kk in keys])
-        per[key] = _figures(ratio[mask])
+        per_algorithm[key] = _figures(ratio[mask])
     weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
-    return CollectiveFit(params, [n for n, u in zip(names, used) if not u], ratio, points, steps, pricings, per,
-                         weak=weak)
+    return CollectiveFit(model, params, theta, [n for n, u in zip(names, used) if not u], ratio, points, steps,
+                         pricings, per_algorithm, weak=weak)
 
 
 def collective_points(rows, platform, collectives: Sequence[str] | None = None, max_procs: int | None = None,
@@ -185,14 +191,19 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     return points, placed, channels
 
 
-def hockney_pricer(placed, channels: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
-    """``price(theta)``: every placed schedule's Hockney time for theta = [alpha_0, beta_0, ...]."""
-    from commcost.models.hockney import Hockney, HockneyChannel, HockneyParams
+def pricer(model: str, placed, channels: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """``price(theta)``: every placed schedule's time under ``model`` (hockney or loggph) with the
+    :data:`MODEL_PARAMS` of each channel in ``channels`` order taken from ``theta``."""
+    from commcost.models import MODELS
+
+    names = MODEL_PARAMS[model]
+    params_class = MODELS[model].PARAMS
 
     def price(theta: np.ndarray) -> np.ndarray:
-        model = Hockney(HockneyParams({c: HockneyChannel(float(theta[2 * i]), float(theta[2 * i + 1]))
-                                       for i, c in enumerate(channels)}))
-        return np.array([model.total_time_s(p) for p in placed])
+        per = len(names)
+        data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(names)} for i, c in enumerate(channels)}
+        priced = MODELS[model](params_class.from_dict(data))
+        return np.array([priced.total_time_s(p) for p in placed])
     return price
 
 
@@ -212,15 +223,15 @@ class ScaleChoice:
         return self.with_pct < self.without_pct
 
 
-def choose_scales(points: Sequence[Point], placed: Sequence, channels: Sequence[str],
-                  theta: np.ndarray) -> dict[str, ScaleChoice]:
+def choose_scales(points: Sequence[Point], placed: Sequence, channels: Sequence[str], theta: np.ndarray,
+                  fit_model_name: str = "hockney") -> dict[str, ScaleChoice]:
     """Per collective, :class:`ScaleChoice` (issue 13 item 3: chosen by cross-validation over P, never by
     training error): the scales fitted on the points below the largest P, the picks scored at the largest P.
     The channel parameters ``theta`` are the fit on all points: the largest P is often the only one that
     crosses nodes, so leaving it out would leave the network unidentified."""
     out: dict[str, ScaleChoice] = {}
     largest = max(p.nprocs for p in points)
-    model = hockney_pricer(placed, channels)(theta)
+    model = pricer(fit_model_name, placed, channels)(theta)
     ratio = np.array([p.time_s for p in points]) / model
     below = np.array([p.nprocs < largest for p in points])
     keys = np.array([f"{p.collective}.{p.algorithm}" for p in points])

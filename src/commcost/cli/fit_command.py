@@ -23,7 +23,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     from commcost.calibration.from_measurements import FITTABLE
 
     p.add_argument("measurements", type=Path, help="measurements CSV (commcost calibrate / commcost import)")
-    p.add_argument("--model", required=True, choices=[*FITTABLE, OMPI_BCAST], help="model to fit")
+    p.add_argument("--model", required=True, choices=[*FITTABLE, "loggph", OMPI_BCAST],
+                   help="model to fit (loggph: with --from-collectives only)")
     p.add_argument("-o", "--out", required=True, type=Path, help="parameter file to write (.toml)")
     p.add_argument("--transfers", action="append", default=[], metavar="CHANNEL=K",
                    help="transfers per transmission of a channel for tau-Lop (default shm=2, others 1)")
@@ -61,6 +62,8 @@ def _fit(args: argparse.Namespace) -> int:
         raise InputError("no measurements in the file", source=str(args.measurements))
     if args.from_collectives:
         return _fit_from_collectives(args, rows)
+    if args.model == "loggph":
+        raise InputError("LogGPH is fitted to collective times; expected --from-collectives", where="--model")
     columns = fit_times(measurement_columns(rows), args.statistic)
     if args.model == OMPI_BCAST:
         return _fit_ompi_bcast(args, columns)
@@ -155,22 +158,19 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
 
 def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None):
     """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows."""
-    import numpy as np
+    from commcost.calibration.fit_from_collectives import MODEL_PARAMS, choose_scales, collective_points, fit_model, pricer
 
-    from commcost.calibration.fit_from_collectives import choose_scales, collective_points, fit_hockney, hockney_pricer
-
-    if model != "hockney":
-        raise InputError(f"fitting {model} to collective times is not built yet; expected --model hockney",
-                         where="--model")
+    if model not in MODEL_PARAMS:
+        raise InputError(f"fitting {model} to collective times is not built yet; expected --model "
+                         f"{' or '.join(MODEL_PARAMS)}", where="--model")
     points, placed, channels = collective_points(rows, platform, collectives, max_procs)
     if not points:
         raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
                          "own pick, cannot be priced)" + (f" with at most {max_procs} ranks" if max_procs else ""))
-    fit = fit_hockney(points, channels, hockney_pricer(placed, channels))
-    fit.unidentified += [f"alpha_s and beta_s_per_byte of {c.name} (no training schedule uses it)"
+    fit = fit_model(model, points, channels, pricer(model, placed, channels))
+    fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"
                          for c in platform.channels if c.name not in channels]
-    theta = np.array([v for c in channels for v in fit.params.get(c, (0.0, 0.0))])
-    fit.scale_choices = choose_scales(points, placed, channels, theta)
+    fit.scale_choices = choose_scales(points, placed, channels, fit.theta, model)
     return fit
 
 
@@ -184,9 +184,8 @@ def collective_fit_sections(fit) -> dict:
     for key, figures in fit.per_algorithm.items():
         collective, _, name = key.partition(".")
         if collective in kept:
-            fits.setdefault(collective, {})[name] = {"a_s": 0.0, "b": figures["mu"], "model": "hockney"}
-    return {"hockney": {c: {"alpha_s": a, "beta_s_per_byte": b} for c, (a, b) in fit.params.items()},
-            "algorithm_fit": fits}
+            fits.setdefault(collective, {})[name] = {"a_s": 0.0, "b": figures["mu"], "model": fit.model}
+    return {fit.model: fit.params, "algorithm_fit": fits}
 
 
 def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
@@ -222,11 +221,12 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
                                             for c, v in fit.scale_choices.items()},
                           "steps": fit.steps, "pricings": fit.pricings}, indent=2))
         return 0
-    print(f"hockney fitted to {total['points']} measured points of forced algorithms in {spent:.1f} s "
+    print(f"{fit.model} fitted to {total['points']} measured points of forced algorithms in {spent:.1f} s "
           f"({fit.steps} steps, {fit.pricings} pricings of every point)")
-    for channel, (alpha, beta) in fit.params.items():
-        print(f"  {channel:<6} alpha {alpha * 1e6:10.4f} us   beta {beta * 1e9:10.5f} ns/B "
-              f"({1e-9 / beta if beta > 0 else float('inf'):.2f} GB/s)")
+    for channel, values in fit.params.items():
+        print(f"  {channel:<6} " + "   ".join(
+            f"{name} {value * 1e9:.5f} ns/B" if name.endswith("per_byte") else f"{name} {value * 1e6:.4f} us"
+            for name, value in values.items()))
     for what in fit.unidentified:
         print(f"  not identified by these rows: {what} (no training schedule uses it; not written)")
     for what in fit.weak:
