@@ -171,3 +171,21 @@ def test_tune_from_one_node_measurements_says_the_network_is_unidentified(tmp_pa
                  "--select-procs", "64", "--sizes", "1KiB", "--out", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "['ib']" in err and "unidentified" in err and err.count("\n") == 1
+
+
+def test_ping_pong_rows_join_the_fit_as_one_message_on_their_channel(imported, tmp_path):
+    """A combined fit: a site's ping-pong rows (here priced from known parameters) next to the sweeps pin the
+    network the sweeps leave poorly identified."""
+    from commcost.calibration.fit_from_collectives import collective_points
+    from commcost.cli.fit_command import fit_collective_rows
+    from commcost.io.measurements import Measurement, read_measurements
+
+    rows = [r for r in read_measurements(imported) if r.nprocs <= 32]  # one node: the network unseen
+    pingpongs = [Measurement("pingpong", 2, n, 2.0e-6 + 0.4e-9 * n, channel="ib", nnodes=2, ppn=1)
+                 for n in (1, 1024, 65536, 1 << 20)]
+    platform, _ = load_platform(PLATFORM)
+    points, _, channels = collective_points(rows + pingpongs, platform)
+    assert channels == ["shm", "ib"] and sum(p.collective == "p2p" for p in points) == 4
+    fit = fit_collective_rows(rows + pingpongs, platform, "hockney")
+    assert fit.params["ib"]["alpha_s"] == pytest.approx(2.0e-6, rel=0.02)
+    assert fit.params["ib"]["beta_s_per_byte"] == pytest.approx(0.4e-9, rel=0.02)

@@ -101,14 +101,21 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     theta = np.array([STARTS[model][j % per] for j in range(k)], dtype=np.float64)
     base = price(theta)
     theta *= np.exp(np.median(np.log(y / np.maximum(base, 1e-300))))  # homogeneous: one common scale first
+    floor = 1e-3 * theta  # the smallest step and scale a parameter gets (it may reach its bound 0)
     pricings = 1
+
+    def loss(t: np.ndarray) -> float:
+        """The robust loss of the module docstring (scipy's soft_l1 at f_scale F_SCALE, times 2/f_scale^2)."""
+        r = np.log(np.maximum(t, 1e-300) / y) / F_SCALE
+        return float(np.sum(2 * (np.sqrt(1 + r * r) - 1)))
+
     used = np.zeros(k, bool)
     steps = 0
     for steps in range(1, max_steps + 1):
         t0 = price(theta)
         G = np.empty((len(points), k))
         for j in range(k):
-            h = 1e-3 * theta[j]
+            h = 1e-3 * max(theta[j], floor[j])  # a parameter at its bound 0 still gets its column
             moved = theta.copy()
             moved[j] += h
             G[:, j] = (price(moved) - t0) / h
@@ -116,34 +123,45 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         used |= np.abs(G).max(axis=0) > 0
         G[:, ~used] = 0.0
 
-        def residual(x: np.ndarray) -> np.ndarray:
-            return np.log(np.maximum(G @ x, 1e-300) / y)
+        scale = np.where(used, np.maximum(theta, floor), 1.0)  # solve for u = x / scale, every u near 1
+        Gs = G * scale
 
-        x0 = np.where(used, theta, 0.0)
-        lower = np.where(used, 0.0, 0.0)
+        def residual(u: np.ndarray) -> np.ndarray:
+            return np.log(np.maximum(Gs @ u, 1e-300) / y)
+
+        def jacobian(u: np.ndarray) -> np.ndarray:
+            return Gs / np.maximum(Gs @ u, 1e-300)[:, None]
+
         upper = np.where(used, np.inf, 1e-300)
-        fit = least_squares(residual, np.clip(x0, lower, upper), bounds=(lower, upper), loss=LOSS,
-                            f_scale=F_SCALE, x_scale=np.where(used, np.maximum(theta, 1e-18), 1.0))
-        new = np.where(used, fit.x, theta)
+        fit = least_squares(residual, np.where(used, np.minimum(theta / scale, 1.0), 0.0), jac=jacobian,
+                            bounds=(np.zeros(k), upper),
+                            loss=LOSS, f_scale=F_SCALE, ftol=1e-12, xtol=1e-12, gtol=1e-12)
+        fit.x = fit.x * scale  # (solved tightly: a parameter few points constrain must not stop short)
+        target = np.where(used, fit.x, theta)
+        # the linearized optimum may lie on another linear piece: step towards it while the true loss falls
+        current = loss(t0)
+        for step in (1.0, 0.5, 0.25):
+            new = theta + step * (target - theta)
+            candidate = loss(price(new))
+            pricings += 1
+            if candidate < current:
+                break
+        else:
+            break  # no step along the linearized optimum lowers the loss: converged
         change = np.max(np.abs(new - theta)[used] / np.maximum(theta[used], 1e-300)) if used.any() else 0.0
         theta = new
-        if change < tol:
+        if change < tol or current - candidate < 1e-9 * current:
             break
     modelled = price(theta)
     pricings += 1
     ratio = y / modelled
-
-
-    def loss(t: np.ndarray) -> float:
-        r = np.log(np.maximum(t, 1e-300) / y) / F_SCALE
-        return float(np.sum(2 * (np.sqrt(1 + r * r) - 1)))
 
     here = loss(modelled)
     flat = []  # parameters whose doubling and halving both move the loss by under WEAK_LOSS
     for j in np.flatnonzero(used):
         moved = [loss(price(theta * np.where(np.arange(k) == j, f, 1.0))) for f in (2.0, 0.5)]
         pricings += 2
-        if max(abs(m / here - 1) for m in moved) < WEAK_LOSS:
+        if max(abs(m - here) for m in moved) < WEAK_LOSS * here:  # (a perfect fit, loss 0, moves any way)
             flat.append(j)
     names = [f"{MODEL_PARAMS[model][j % per]} of {channels[j // per]}" for j in range(k)]
     params = {c: {name: float(theta[per * i + q]) for q, name in enumerate(MODEL_PARAMS[model])}
@@ -158,34 +176,53 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
                          pricings, per_algorithm, weak=weak)
 
 
+ONE_MESSAGE = ("pingpong", "osu_latency", "imb_pingpong")  # point-to-point rows timing one message
+
+
 def collective_points(rows, platform, collectives: Sequence[str] | None = None, max_procs: int | None = None,
                       library: str = "ompi"):
-    """The training points of measurement rows (forced algorithms only: Open MPI's ``default`` rows say
-    nothing about a schedule), one per (collective, algorithm, P, ranks per node, n) with the median of its
-    runs, each with its schedule placed in blocks; returns (points, placed schedules, channel names used)."""
+    """The training points of measurement rows, one per (collective, algorithm, P, ranks per node, n) with the
+    median of its runs, each with its schedule placed in blocks: forced algorithms only (Open MPI's
+    ``default`` rows say nothing about a schedule), and ping-pong rows of a platform channel as one message
+    on that channel (collective ``p2p``, algorithm the channel: a combined fit where both are present);
+    returns (points, placed schedules, channel names used)."""
     from commcost.collectives import Case, Collective, build, find
     from commcost.models import PlacedSchedule
     from commcost.platform import Mapping
 
+    names = [c.name for c in platform.channels]
     groups: dict[tuple, list[float]] = {}
     for row in rows:
-        if not row.collective or not row.algorithm or row.algorithm == "default" or row.nbytes <= 0:
+        if row.nbytes <= 0 or (max_procs is not None and row.nprocs > max_procs):
             continue
-        if collectives is not None and row.collective not in collectives:
+        if not row.collective and row.benchmark in ONE_MESSAGE and row.channel in names and row.nprocs == 2:
+            key = ("p2p", row.channel, 2, 0, row.nbytes, 0)
+        elif row.collective and row.algorithm and row.algorithm != "default":
+            if collectives is not None and row.collective not in collectives:
+                continue
+            key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0)
+        else:
             continue
-        if max_procs is not None and row.nprocs > max_procs:
-            continue
-        key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0)
         groups.setdefault(key, []).append(row.time_s_median or row.time_s_mean)
+    one = find(Collective.BCAST, "ompi.basic_linear")  # on 2 ranks: one message 0 -> 1
     points, placed, used = [], [], set()
     for (coll, alg, nprocs, ppn, nbytes, segsize), times in sorted(groups.items()):
-        collective = Collective(coll)
-        algorithm = find(collective, alg if "." in alg or alg.isdigit() else f"{library}.{alg}")
-        given = {"segsize": segsize} if segsize and any(p.name == "segsize" for p in algorithm.params) else {}
-        schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params(given)).schedule
-        where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
+        if coll == "p2p":
+            schedule = build(one, Case(Collective.BCAST, 2, nbytes)).schedule
+            where = next((w for w in (PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 2, k))
+                                      for k in (2, 1)) if platform.channels[int(w.channel[0])].name == alg), None)
+            if where is None:
+                continue  # a channel two ranks cannot be placed on
+            label = alg
+        else:
+            collective = Collective(coll)
+            algorithm = find(collective, alg if "." in alg or alg.isdigit() else f"{library}.{alg}")
+            given = {"segsize": segsize} if segsize and any(p.name == "segsize" for p in algorithm.params) else {}
+            schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params(given)).schedule
+            where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
+            label = algorithm.name
         used.update(platform.channels[c].name for c in np.unique(where.channel))
-        points.append(Point(coll, algorithm.name, nprocs, nbytes, float(np.median(times))))
+        points.append(Point(coll, label, nprocs, nbytes, float(np.median(times))))
         placed.append(where)
     channels = [c.name for c in platform.channels if c.name in used]
     return points, placed, channels
