@@ -83,7 +83,8 @@ class CollectiveFit:
 def _figures(ratio: np.ndarray) -> dict[str, float]:
     lr = np.abs(np.log(ratio))
     return {"points": int(len(ratio)), "mu": float(np.exp(np.mean(np.log(ratio)))),
-            "median_abs_pct": float(100 * np.expm1(np.median(lr))), "p90_abs_pct": float(100 * np.expm1(np.percentile(lr, 90)))}
+            "median_abs_pct": float(100 * np.expm1(np.median(lr))),
+            "p90_abs_pct": float(100 * np.expm1(np.percentile(lr, 90)))}
 
 
 def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],

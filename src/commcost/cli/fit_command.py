@@ -158,7 +158,8 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
 
 def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None):
     """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows."""
-    from commcost.calibration.fit_from_collectives import MODEL_PARAMS, choose_scales, collective_points, fit_model, pricer
+    from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, choose_scales, collective_points,
+                                                           fit_model, pricer)
 
     if model not in MODEL_PARAMS:
         raise InputError(f"fitting {model} to collective times is not built yet; expected --model "

@@ -189,14 +189,16 @@ def _select(args: argparse.Namespace) -> int:
         if default:
             print()
             print(render_penalties({"Open MPI default": _predicted_penalty(default_s, result)},
-                                   f"Open MPI's default ({'coll/han on several nodes, ' if han_default(collective) else ''}"
-                                   f"tuned's fixed decision on one) against the model's choice, both priced by "
-                                   f"{args.model}:"))
+                                   f"Open MPI's default ({HAN_FIRST if han_default(collective) else ''}tuned's "
+                                   f"fixed decision on one) against the model's choice, both priced by {args.model}:"))
         if args.plot:
             print(f"\n  map: {args.plot}")
         for line in written:
             print(f"  wrote {line}")
     return 0
+
+
+HAN_FIRST = "coll/han on several nodes, "
 
 
 def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price, result):

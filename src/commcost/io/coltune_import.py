@@ -77,6 +77,9 @@ def read_coltune(root: str | Path, ppn: int | None = None, version: str = "5.0",
     rows: list[Measurement] = []
     folders = sorted(p for p in base.iterdir() if p.is_dir() and p.name in known
                      and (collectives is None or p.name in collectives))
+    others = sorted(p.name for p in base.iterdir() if p.is_dir() and p.name not in known)
+    if others and notes is not None:
+        notes.append(f"{base}: left out {', '.join(others)} (not collectives commcost models)")
     if not folders:
         raise InputError(f"no sub-folder named after a collective ({', '.join(sorted(known))})", source=str(base))
     for folder in folders:
