@@ -159,3 +159,25 @@ def test_han_is_said_to_run_tuned_rules_inside_only_where_tuned_has_rules_for_it
     deployed = _deploy(small)  # knomial from 2 ranks: han on 16 = 2 x 8 runs it inside
     assert deployed.runs(Collective.BCAST, 16, 2048, 2).label.endswith(TUNED_INSIDE)
     assert open_mpi_default(Collective.BCAST, 16, 2048, 2).label == "han default: han"
+
+
+def test_han_priced_with_the_deployed_tuned_rules_inside(tmp_path):
+    """Where tuned's file has rules for han's level sizes, verify prices han with those rules inside: the low
+    bcasts on 4-rank nodes run the file's basic_linear instead of the fixed decision's tree."""
+    from commcost.collectives import Case, build
+    from commcost.collectives.ompi_han import tuned_fixed, tuned_rules_inside
+
+    linear = find(Collective.BCAST, "basic_linear")
+    assert tuned_fixed(Collective.BCAST, 4, 1024)[0] != linear
+    selection = compress(Collective.BCAST, "ompi", [4], [1, 1 << 20], [[_choice(linear), _choice(linear)]], "test")
+    deployed = _deploy(tmp_path, [selection])
+    assert deployed.tuned_pick(Collective.BCAST, 4, 1024)[0] == linear
+    assert deployed.tuned_pick(Collective.REDUCE, 4, 1024) is None  # no reduce rules: the fixed decision
+    case = Case(Collective.BCAST, 8, 1024)
+    plain = build(HAN, case, {"ppn": 4}).schedule
+    with tuned_rules_inside(deployed.tuned_pick):
+        inside = build(HAN, case, {"ppn": 4}).schedule
+    low = {(int(s), int(d)) for s, d in zip(inside.src, inside.dst) if s // 4 == d // 4}
+    assert low == {(0, 1), (0, 2), (0, 3), (4, 5), (4, 6), (4, 7)}  # the root of each node sends to all
+    assert {(int(s), int(d)) for s, d in zip(plain.src, plain.dst) if s // 4 == d // 4} != low
+    assert tuned_fixed(Collective.BCAST, 4, 1024)[0] != linear  # the context is gone

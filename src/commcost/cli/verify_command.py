@@ -219,6 +219,7 @@ def _predicted(price, choice, nprocs: int, nbytes: int) -> float | None:
 
 def results(args, rules, nprocs: int, plan: dict, csv_path: Path) -> list[dict]:
     """One entry per planned point with what runs either way, the measured and predicted times and gains."""
+    from commcost.collectives.ompi_han import tuned_rules_inside
     from commcost.io.deployed_rules import open_mpi_default
     from commcost.io.measurements import read_measurements
 
@@ -251,8 +252,9 @@ def results(args, rules, nprocs: int, plan: dict, csv_path: Path) -> list[dict]:
             entry["same_algorithm"] = same_algorithm
             entry["verdict"] = ("not measured" if gain is None else "same algorithm" if same_algorithm
                                 else "same" if abs(gain - 1.0) <= noise else "faster" if gain > 1 else "slower")
-            predicted = {"default": _predicted(price, default.choice, nprocs, nbytes),
-                         "rules": _predicted(price, tuned.choice, nprocs, nbytes)}
+            with tuned_rules_inside(rules.tuned_pick):  # han's inner calls as the deployed files make them
+                with_rules = _predicted(price, tuned.choice, nprocs, nbytes)
+            predicted = {"default": _predicted(price, default.choice, nprocs, nbytes), "rules": with_rules}
             entry["predicted_default_s"], entry["predicted_rules_s"] = predicted["default"], predicted["rules"]
             entry["predicted_gain"] = 1.0 if same_algorithm else (
                 predicted["default"] / predicted["rules"] if predicted["default"] and predicted["rules"] else None)

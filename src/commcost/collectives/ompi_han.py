@@ -47,6 +47,8 @@ operations in the calls its program completes before have completed.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -122,8 +124,30 @@ def on_placement(algorithm: Algorithm, params: Mapping[str, int], node_of_rank: 
     return None if ppn is None else {**params, "ppn": ppn}
 
 
+# what coll/tuned runs for a call on han's sub-communicators (and where han steps aside), when not its fixed
+# decision: a deployed rules file reaches those calls too (set by :func:`tuned_rules_inside`)
+_TUNED_PICK: ContextVar[Callable[[Collective, int, int], "tuple[Algorithm, dict[str, int]] | None"] | None] = \
+    ContextVar("tuned_pick", default=None)
+
+
+@contextmanager
+def tuned_rules_inside(pick: Callable[[Collective, int, int], "tuple[Algorithm, dict[str, int]] | None"]):
+    """Build han's schedules with coll/tuned taking ``pick(collective, ranks, nbytes)`` (None: its fixed
+    decision) for every call han hands it: what a tuned rules file deployed beside han's makes Open MPI run."""
+    token = _TUNED_PICK.set(pick)
+    try:
+        yield
+    finally:
+        _TUNED_PICK.reset(token)
+
+
 def tuned_fixed(collective: Collective, nprocs: int, nbytes: int) -> tuple[Algorithm, dict[str, int]]:
-    """The coll/tuned algorithm (and its arguments) Open MPI's fixed decision runs for this call."""
+    """The coll/tuned algorithm (and its arguments) Open MPI's fixed decision runs for this call (inside
+    :func:`tuned_rules_inside`: what the rules pick, where they pick)."""
+    pick = _TUNED_PICK.get()
+    picked = pick(collective, nprocs, nbytes) if pick is not None else None
+    if picked is not None:
+        return picked
     decision = decide(collective, nprocs, nbytes)
     algorithm = registered(decision)
     if algorithm is None:

@@ -108,6 +108,16 @@ class DeployedRules:
                     return True
         return False
 
+    def tuned_pick(self, collective: Collective, nprocs: int, nbytes: int):
+        """What coll/tuned's rules file makes it run for a call (algorithm, params), None where it keeps its
+        fixed decision: for pricing han with these rules inside (:func:`commcost.collectives.ompi_han.
+        tuned_rules_inside`)."""
+        rule = self.tuned.decide_call(collective, nprocs, nbytes) if self.tuned else None
+        if rule is None:
+            return None
+        choice = choice_of_rule(rule, collective)
+        return choice.algorithm, dict(choice.params)
+
     def runs(self, collective: Collective, nprocs: int, nbytes: int, nnodes: int) -> Runs:
         """What Open MPI runs for the call with these files."""
         if self._han_decides(collective, nnodes):
