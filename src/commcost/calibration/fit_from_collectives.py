@@ -262,15 +262,15 @@ class ScaleChoice:
 
 
 def choose_scales(points: Sequence[Point], placed: Sequence, channels: Sequence[str], theta: np.ndarray,
-                  fit_model_name: str = "hockney") -> dict[str, ScaleChoice]:
+                  model: str = "hockney") -> dict[str, ScaleChoice]:
     """Per collective, :class:`ScaleChoice` (issue 13 item 3: chosen by cross-validation over P, never by
     training error): the scales fitted on the points below the largest P, the picks scored at the largest P.
     The channel parameters ``theta`` are the fit on all points: the largest P is often the only one that
     crosses nodes, so leaving it out would leave the network unidentified."""
     out: dict[str, ScaleChoice] = {}
     largest = max(p.nprocs for p in points)
-    model = pricer(fit_model_name, placed, channels)(theta)
-    ratio = np.array([p.time_s for p in points]) / model
+    modelled = pricer(model, placed, channels)(theta)
+    ratio = np.array([p.time_s for p in points]) / modelled
     below = np.array([p.nprocs < largest for p in points])
     keys = np.array([f"{p.collective}.{p.algorithm}" for p in points])
     scale = {key: float(np.exp(np.mean(np.log(ratio[below & (keys == key)]))))
@@ -279,7 +279,7 @@ def choose_scales(points: Sequence[Point], placed: Sequence, channels: Sequence[
     for i in np.flatnonzero(~below):
         p = points[i]
         factor = scale.get(keys[i], 1.0)
-        by_point.setdefault((p.collective, p.nbytes), []).append((p.time_s, model[i], factor * model[i]))
+        by_point.setdefault((p.collective, p.nbytes), []).append((p.time_s, modelled[i], factor * modelled[i]))
     penalties: dict[str, list[tuple[float, float]]] = {}
     for (collective, _), rows in by_point.items():
         if len(rows) < 2:
