@@ -168,14 +168,13 @@ def run(rec: Recorder, algorithm: Algorithm, params: Mapping[str, int], collecti
     return Part(ids.ravel(), ranks[:, s.src].ravel(), ranks[:, s.dst].ravel())
 
 
-def after(rec: Recorder, part: Part, before: Sequence[Part | None]) -> None:
-    """Every send of ``part`` by rank r waits for every transmission r sent or received in ``before``:
-    r enters ``part``'s call once those calls have completed for it (blocking calls, or a Wait)."""
-    done = [p for p in before if p is not None and len(p.ids)]
-    if not done or not len(part.ids):
-        return
-    rec.wait(*after_own(part.ids, part.src, *(np.concatenate([getattr(p, f) for p in done])
-                                               for f in ("ids", "src", "dst"))))
+def tuned_run(rec: Recorder, collective: Collective, ranks: np.ndarray, nbytes: int, root: int = 0,
+              offset: int | np.ndarray = 0, label: str = "") -> Part:
+    """:func:`run` of what coll/tuned runs for ``collective`` on sub-communicators of ``ranks`` (one per row):
+    its fixed decision on their size (:func:`tuned_fixed`, or a deployed rules file's pick inside
+    :func:`tuned_rules_inside`)."""
+    size = np.atleast_2d(np.asarray(ranks)).shape[1]
+    return run(rec, *tuned_fixed(collective, size, nbytes), collective, ranks, nbytes, root, offset, label)
 
 
 Call = Callable[[], Part]  # records one sub-collective when called
@@ -270,8 +269,7 @@ def levels(rec: Recorder, case: Case, ppn: int) -> Levels | None:
     communicator recorded, where han steps aside (:func:`nodes_of`)."""
     nnodes = nodes_of(case.nprocs, ppn)
     if nnodes is None:
-        algorithm, params = tuned_fixed(case.collective, case.nprocs, case.nbytes)
-        run(rec, algorithm, params, case.collective, np.arange(case.nprocs), case.nbytes, case.root)
+        tuned_run(rec, case.collective, np.arange(case.nprocs), case.nbytes, case.root)
         return None
     nodes = np.arange(case.nprocs, dtype=np.int64).reshape(nnodes, ppn)
     root_node, root_low = divmod(case.root, ppn)
@@ -287,23 +285,22 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
-    nnodes, ppn = lv.nodes.shape
+    nnodes = lv.nodes.shape[0]
     bounds = segment_bounds(case.nbytes, params["segsize"])
     nseg = len(bounds) - 1
     size = np.diff(bounds)
-    up = [run(rec, *tuned_fixed(Collective.BCAST, nnodes, int(size[0])), Collective.BCAST, lv.leaders,
-              int(size[0]), lv.root_node, 0, "up 0: ")]
-    low: list[Part] = []
-    for i in range(nseg):
-        before = [up[i], low[i - 1] if i else None]
-        if i + 1 < nseg:
-            up.append(run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, lv.leaders, int(size[i + 1]),
-                          lv.root_node, int(bounds[i + 1]), f"up {i + 1}: "))
-            after(rec, up[i + 1], before)
-        algorithm, values = tuned_fixed(Collective.BCAST, ppn, int(size[i]))
-        low.append(run(rec, algorithm, values, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low,
-                       int(bounds[i]), f"low {i}: "))
-        after(rec, low[i], before)
+
+    def up(i: int) -> Call | None:
+        if i == 0:
+            return lambda: tuned_run(rec, Collective.BCAST, lv.leaders, int(size[0]), lv.root_node, 0, "up 0: ")
+        return None if i >= nseg else lambda: run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, lv.leaders,
+                                                  int(size[i]), lv.root_node, int(bounds[i]), f"up {i}: ")
+
+    def low(i: int) -> Call:
+        return lambda: tuned_run(rec, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
+                                 f"low {i}: ")
+
+    in_steps(rec, [((), (up(0),))] + [((up(i + 1),), (low(i),)) for i in range(nseg)])
 
 
 @register(Collective.BCAST, "ompi", "han_simple",
@@ -314,9 +311,5 @@ def han_bcast_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> No
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
-    nnodes, ppn = lv.nodes.shape
-    up = run(rec, *tuned_fixed(Collective.BCAST, nnodes, case.nbytes), Collective.BCAST, lv.leaders, case.nbytes,
-             lv.root_node, 0, "up: ")
-    low = run(rec, *tuned_fixed(Collective.BCAST, ppn, case.nbytes), Collective.BCAST, lv.nodes, case.nbytes,
-              lv.root_low, 0, "low: ")
-    after(rec, low, [up])
+    in_steps(rec, [((), (lambda: tuned_run(rec, Collective.BCAST, lv.leaders, case.nbytes, lv.root_node, 0, "up: "),
+                         lambda: tuned_run(rec, Collective.BCAST, lv.nodes, case.nbytes, lv.root_low, 0, "low: ")))])

@@ -32,7 +32,7 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective
-from commcost.collectives.ompi_han import PPN, default_name, in_steps, levels, run, tuned_fixed
+from commcost.collectives.ompi_han import PPN, default_name, in_steps, levels, tuned_run
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import register
 
@@ -49,12 +49,10 @@ def _levels_in_order(rec: Recorder, case: Case, params: Mapping[str, int], up_fi
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
-    nnodes, ppn = lv.nodes.shape
+    ppn = lv.nodes.shape[1]
     n, collective = case.nbytes, case.collective
-    low = lambda: run(rec, *tuned_fixed(collective, ppn, n), collective, lv.nodes, n,  # noqa: E731
-                      lv.root_low, _offsets(lv.nodes, n), "low: ")
-    up = lambda: run(rec, *tuned_fixed(collective, nnodes, ppn * n), collective, lv.leaders,  # noqa: E731
-                     ppn * n, lv.root_node, 0, "up: ")
+    low = lambda: tuned_run(rec, collective, lv.nodes, n, lv.root_low, _offsets(lv.nodes, n), "low: ")  # noqa: E731
+    up = lambda: tuned_run(rec, collective, lv.leaders, ppn * n, lv.root_node, 0, "up: ")  # noqa: E731
     in_steps(rec, [((), (up, low) if up_first else (low, up))])
 
 
@@ -74,15 +72,11 @@ def han_allgather(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     lv = levels(rec, Case(case.collective, case.nprocs, case.nbytes, 0), params["ppn"])
     if lv is None:
         return
-    nnodes, ppn = lv.nodes.shape
-    n = case.nbytes
+    ppn, n = lv.nodes.shape[1], case.nbytes
     in_steps(rec, [((), (
-        lambda: run(rec, *tuned_fixed(Collective.GATHER, ppn, n), Collective.GATHER, lv.nodes, n, 0,
-                    _offsets(lv.nodes, n), "low gather: "),
-        lambda: run(rec, *tuned_fixed(Collective.ALLGATHER, nnodes, ppn * n), Collective.ALLGATHER,
-                    lv.nodes[:, 0], ppn * n, 0, 0, "up: "),
-        lambda: run(rec, *tuned_fixed(Collective.BCAST, ppn, case.nprocs * n), Collective.BCAST, lv.nodes,
-                    case.nprocs * n, 0, 0, "low bcast: ")))])
+        lambda: tuned_run(rec, Collective.GATHER, lv.nodes, n, 0, _offsets(lv.nodes, n), "low gather: "),
+        lambda: tuned_run(rec, Collective.ALLGATHER, lv.nodes[:, 0], ppn * n, 0, 0, "up: "),
+        lambda: tuned_run(rec, Collective.BCAST, lv.nodes, case.nprocs * n, 0, 0, "low bcast: ")))])
 
 
 for _collective, _build, _what in (

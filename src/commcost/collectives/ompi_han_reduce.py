@@ -51,7 +51,7 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
-from commcost.collectives.ompi_han import PPN, Call, Part, in_steps, levels, libnbc_ibcast, run, tuned_fixed
+from commcost.collectives.ompi_han import PPN, Call, Part, in_steps, levels, libnbc_ibcast, run, tuned_run
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
 from commcost.collectives.registry import Algorithm, find, register
@@ -92,12 +92,6 @@ def _ireduce(rec: Recorder, leaders: np.ndarray, nbytes: int, root: int, offset:
     return run(rec, algorithm, params, Collective.REDUCE, leaders[order], nbytes, sub_root, offset, label)
 
 
-def _low(rec: Recorder, collective: Collective, nodes: np.ndarray, nbytes: int, root: int, offset: int,
-         label: str) -> Part:
-    """coll/tuned's fixed decision for ``collective`` on every node's ranks (one row per node)."""
-    return run(rec, *tuned_fixed(collective, nodes.shape[1], nbytes), collective, nodes, nbytes, root, offset, label)
-
-
 # -------------------------------------------------------------------------------------------- reduce
 
 @register(Collective.REDUCE, "ompi", "han",
@@ -115,7 +109,7 @@ def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     nseg = len(size)
 
     def low(s: int) -> Call | None:
-        return None if s >= nseg else lambda: _low(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
+        return None if s >= nseg else lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
                                                    int(bounds[s]), f"low {s}: ")
 
     def up(s: int) -> Call:
@@ -133,10 +127,9 @@ def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
-    nnodes = lv.nodes.shape[0]
-    in_steps(rec, [((), (lambda: _low(rec, Collective.REDUCE, lv.nodes, case.nbytes, lv.root_low, 0, "low: "),
-                         lambda: run(rec, *tuned_fixed(Collective.REDUCE, nnodes, case.nbytes), Collective.REDUCE,
-                                     lv.leaders, case.nbytes, lv.root_node, 0, "up: ")))])
+    in_steps(rec, [((), (lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, case.nbytes, lv.root_low, 0, "low: "),
+                         lambda: tuned_run(rec, Collective.REDUCE, lv.leaders, case.nbytes, lv.root_node, 0,
+                                           "up: ")))])
 
 
 # ------------------------------------------------------------------------------------------ allreduce
@@ -161,12 +154,12 @@ def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
             return None
         nbytes, offset, label = int(size[s]), int(bounds[s]), f"{name} {s}: "
         if name == "lr":
-            return lambda: _low(rec, Collective.REDUCE, lv.nodes, nbytes, 0, offset, label)
+            return lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, nbytes, 0, offset, label)
         if name == "ur":
             return lambda: _ireduce(rec, leaders, nbytes, 0, offset, label)
         if name == "ub":
             return lambda: run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, leaders, nbytes, 0, offset, label)
-        return lambda: _low(rec, Collective.BCAST, lv.nodes, nbytes, 0, offset, label)
+        return lambda: tuned_run(rec, Collective.BCAST, lv.nodes, nbytes, 0, offset, label)
 
     steps = [((), (stage(0, "lr"),)), ((stage(0, "ur"),), (stage(1, "lr"),)),
              ((stage(0, "ub"), stage(1, "ur")), (stage(2, "lr"),))]
@@ -183,9 +176,7 @@ def han_allreduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -
     lv = levels(rec, Case(case.collective, case.nprocs, case.nbytes, 0), params["ppn"])
     if lv is None:
         return
-    nnodes = lv.nodes.shape[0]
     in_steps(rec, [((), (
-        lambda: _low(rec, Collective.REDUCE, lv.nodes, case.nbytes, 0, 0, "low reduce: "),
-        lambda: run(rec, *tuned_fixed(Collective.ALLREDUCE, nnodes, case.nbytes), Collective.ALLREDUCE,
-                    lv.nodes[:, 0], case.nbytes, 0, 0, "up: "),
-        lambda: _low(rec, Collective.BCAST, lv.nodes, case.nbytes, 0, 0, "low bcast: ")))])
+        lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, case.nbytes, 0, 0, "low reduce: "),
+        lambda: tuned_run(rec, Collective.ALLREDUCE, lv.nodes[:, 0], case.nbytes, 0, 0, "up: "),
+        lambda: tuned_run(rec, Collective.BCAST, lv.nodes, case.nbytes, 0, 0, "low bcast: ")))])
