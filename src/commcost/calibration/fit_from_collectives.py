@@ -103,7 +103,8 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     base = price(theta)
     theta *= np.exp(np.median(np.log(y / np.maximum(base, 1e-300))))  # homogeneous: one common scale first
     floor = 1e-3 * theta  # the smallest step and scale a parameter gets (it may reach its bound 0)
-    pricings = 1
+    t0 = price(theta)  # the model's times at theta, carried from step to step
+    pricings = 2
 
     def loss(t: np.ndarray) -> float:
         """The robust loss of the module docstring (scipy's soft_l1 at f_scale F_SCALE, times 2/f_scale^2)."""
@@ -113,14 +114,13 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     used = np.zeros(k, bool)
     steps = 0
     for steps in range(1, max_steps + 1):
-        t0 = price(theta)
         G = np.empty((len(points), k))
         for j in range(k):
             h = 1e-3 * max(theta[j], floor[j])  # a parameter at its bound 0 still gets its column
             moved = theta.copy()
             moved[j] += h
             G[:, j] = (price(moved) - t0) / h
-        pricings += 1 + k
+        pricings += k
         used |= np.abs(G).max(axis=0) > 0
         G[:, ~used] = 0.0
 
@@ -143,18 +143,18 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         current = loss(t0)
         for step in (1.0, 0.5, 0.25):
             new = theta + step * (target - theta)
-            candidate = loss(price(new))
+            t_new = price(new)
+            candidate = loss(t_new)
             pricings += 1
             if candidate < current:
                 break
         else:
             break  # no step along the linearized optimum lowers the loss: converged
         change = np.max(np.abs(new - theta)[used] / np.maximum(theta[used], 1e-300)) if used.any() else 0.0
-        theta = new
+        theta, t0 = new, t_new
         if change < tol or current - candidate < 1e-9 * current:
             break
-    modelled = price(theta)
-    pricings += 1
+    modelled = t0
     ratio = y / modelled
 
     here = loss(modelled)

@@ -57,17 +57,20 @@ def _in_range(nprocs: int, low: int | None, high: int | None) -> bool:
 
 
 def measured_table(path: Path, collective, library: str, low: int | None = None, high: int | None = None):
-    """``{(P, n): {choice: seconds}}`` from the collective's rows of a measurements CSV with ``low <= P <=
-    high`` (several runs of one point: their mean), with each row's algorithm resolved in the registry; rows of
-    Open MPI's own decision (algorithm ``default``) are left to :func:`measured_default`."""
+    """From the collective's rows of a measurements CSV with ``low <= P <= high`` (several runs of one point:
+    their mean): ``{(P, n): {choice: seconds}}`` of the forced algorithms, each resolved in the registry, and
+    ``{(P, n): seconds}`` of Open MPI's own decision (algorithm ``default``: coll/tuned's algorithm 0 in an
+    OSU sweep)."""
     from commcost.collectives import find
     from commcost.io.measurements import read_measurements
     from commcost.selection.decision import Choice
 
     sums: dict = defaultdict(lambda: defaultdict(list))
     for row in read_measurements(path):
-        if row.collective != collective.value or not row.algorithm or row.algorithm == "default" or \
-                not _in_range(row.nprocs, low, high):
+        if row.collective != collective.value or not row.algorithm or not _in_range(row.nprocs, low, high):
+            continue
+        if row.algorithm == "default":
+            sums[(row.nprocs, row.nbytes)]["default"].append(row.time_s_mean)
             continue
         name = row.algorithm if "." in row.algorithm or row.algorithm.isdigit() else f"{library}.{row.algorithm}"
         try:
@@ -78,24 +81,13 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
             else {}
         choice = Choice(algorithm, algorithm.resolve_params(given))
         sums[(row.nprocs, row.nbytes)][choice].append(row.time_s_mean)
-    table = {point: {c: sum(v) / len(v) for c, v in times.items()} for point, times in sums.items()}
-    table = {point: times for point, times in table.items() if len(times) >= 2}
+    means = {point: {c: sum(v) / len(v) for c, v in times.items()} for point, times in sums.items()}
+    defaults = {point: times.pop("default") for point, times in means.items() if "default" in times}
+    table = {point: times for point, times in means.items() if len(times) >= 2}
     if not table:
         raise InputError(f"no (P, n) point with measured times of two or more {collective.value} algorithms",
                          source=str(path))
-    return table
-
-
-def measured_default(path: Path, collective, low: int | None = None, high: int | None = None) -> dict:
-    """``{(P, n): seconds}`` of the rows that ran Open MPI's own decision (algorithm ``default``: coll/tuned's
-    algorithm 0 in an OSU sweep), the mean of their runs."""
-    from commcost.io.measurements import read_measurements
-
-    sums: dict = defaultdict(list)
-    for row in read_measurements(path):
-        if row.collective == collective.value and row.algorithm == "default" and _in_range(row.nprocs, low, high):
-            sums[(row.nprocs, row.nbytes)].append(row.time_s_mean)
-    return {point: sum(v) / len(v) for point, v in sums.items()}
+    return table, defaults
 
 
 def trained_params(args: argparse.Namespace):
@@ -165,7 +157,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except ValueError:
         raise InputError(f"expected one of {[c.value for c in Collective]}, got {args.collective!r}",
                          where="--collective") from None
-    measured = measured_table(args.test, collective, args.library, low=args.test_min_procs)
+    measured, measured_default = measured_table(args.test, collective, args.library, low=args.test_min_procs)
     params = trained_params(args)
     try:
         model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
@@ -204,13 +196,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     strategies = {label: result.selection.choice, "Open MPI fixed decision": ompi_default}
     if args.train.suffix.lower() != ".toml":  # the one algorithm a site tuned on the training rows would keep
         try:
-            trained_best = best_single(measured_table(args.train, collective, args.library, high=args.train_max_procs))
+            trained_best = best_single(measured_table(args.train, collective, args.library,
+                                                      high=args.train_max_procs)[0])
         except InputError:
             trained_best = None
         if trained_best is not None:
             strategies[f"best single on train ({trained_best.label})"] = lambda nprocs, nbytes: trained_best
-    timed = {"Open MPI default (measured)": measured_default(args.test, collective, low=args.test_min_procs)}
-    timed = {name: times for name, times in timed.items() if times}
+    timed = {"Open MPI default (measured)": measured_default} if measured_default else {}
     scores = penalties(measured, strategies, timed)
     names = [*strategies, *timed, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}

@@ -181,7 +181,7 @@ def collective_fit_sections(fit) -> dict:
     ``[algorithm_fit.<collective>.<name>]`` a_s = 0, b = the geometric mean of measured/model over its
     training points (paper 004 section 5.2's per-algorithm correction, proportional form)."""
     fits: dict = {}
-    kept = {c for c, choice in getattr(fit, "scale_choices", {}).items() if choice.keep}
+    kept = {c for c, choice in fit.scale_choices.items() if choice.keep}
     for key, figures in fit.per_algorithm.items():
         collective, _, name = key.partition(".")
         if collective in kept:

@@ -40,15 +40,9 @@ class Repair:
     before: TauLopChannel
     after: TauLopChannel
 
-    @property
-    def moved(self) -> np.ndarray:
-        """Per cell, columns o, L(m, 1), ..., L(m, tau_max): after minus before (seconds)."""
-        old = np.column_stack([self.before.o_s, self.before.L_s])
-        new = np.column_stack([self.after.o_s, self.after.L_s])
-        return new - old
-
     def cell_name(self, row: int, col: int) -> str:
-        """The cell at (row, col) of :attr:`moved`, as the model writes it."""
+        """The cell at (row, col) of the table's columns o, L(m, 1), ..., L(m, tau_max), as the model writes
+        it."""
         m = self.before.m[row]
         return f"o(m={m:g})" if col == 0 else f"L(m={m:g}, tau={col})"
 
