@@ -28,6 +28,27 @@ channel) has a zero column in G: it is reported as *unidentified* and its
 channel left out of the result rather than invented. One whose doubling and
 halving both move the loss by under 1% is reported as *poorly identified*:
 written, but the data barely constrain it.
+
+tau-Lop (paper 000 section 3) is fitted the same way, per *table* rather
+than per channel (a channel takes its overhead from its own table and its
+transfers' times from theirs, so tables are shared: Ethernet's shm + tcp +
+shm), in the family
+
+    o(m) = o_s,        L(m, tau) = L_s + tau m G,
+
+three numbers per table: a transfer's latency does not grow with the tau
+transfers sharing its channel, its bytes share the bandwidth. It keeps the
+model's constraints, L(m, 1) <= L(m, tau) <= tau L(m, 1) and tables
+non-decreasing in m, and its prices are homogeneous and piecewise linear in
+(o_s, L_s, G) like Hockney's. The parameter file gets ordinary tau-Lop
+tables of this family at the training sizes (powers of two) and
+concurrencies up to :func:`taulop_tau_max`, with ``beyond_m = "slope"`` so
+larger messages keep the same line.
+
+The per-algorithm correction on top (issue 13 item 3, paper 004 section
+5.2's T = a_s + b T_model) is chosen per collective among none, scale
+(a_s = 0) and affine by forward cross-validation over P
+(:func:`choose_corrections`), never by training error.
 """
 
 from __future__ import annotations
@@ -43,8 +64,9 @@ from commcost.errors import InputError
 LOSS = "soft_l1"
 F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linear
 # the models fitted this way: their per-channel parameters, and where they start before the first step
-MODEL_PARAMS = {"hockney": ("alpha_s", "beta_s_per_byte"), "loggph": ("L_s", "o_s", "g_s", "G_s_per_byte")}
-STARTS = {"hockney": (1e-6, 1e-10), "loggph": (1e-6, 5e-7, 5e-7, 1e-10)}
+MODEL_PARAMS = {"hockney": ("alpha_s", "beta_s_per_byte"), "loggph": ("L_s", "o_s", "g_s", "G_s_per_byte"),
+                "taulop": ("o_s", "L_s", "G_s_per_byte")}
+STARTS = {"hockney": (1e-6, 1e-10), "loggph": (1e-6, 5e-7, 5e-7, 1e-10), "taulop": (5e-7, 1e-6, 1e-10)}
 WEAK_LOSS = 0.01  # a parameter is poorly identified when doubling and halving it move the loss by less
 
 
@@ -57,6 +79,7 @@ class Point:
     nprocs: int
     nbytes: int
     time_s: float
+    nodes: int = 1  # the nodes its ranks span
 
 
 @dataclass
@@ -73,7 +96,11 @@ class CollectiveFit:
     pricings: int
     per_algorithm: dict[str, dict[str, float]] = field(default_factory=dict)
     weak: list[str] = field(default_factory=list)  # parameters few points depend on: poorly identified
-    scale_choices: dict[str, "ScaleChoice"] = field(default_factory=dict)
+    confounded: list[str] = field(default_factory=list)  # groups only whose combination is identified
+    correction_choices: dict[str, "CorrectionChoice"] = field(default_factory=dict)
+    corrections: dict[str, dict[str, "Correction"]] = field(default_factory=dict)
+    units: str = "channel"  # what params are keyed by: channel, or table (tau-Lop)
+    tau_max: int = 0  # tau-Lop: the concurrencies its tables cover (taulop_tau_max)
 
     def summary(self) -> dict[str, float]:
         """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""
@@ -127,11 +154,15 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         scale = np.where(used, np.maximum(theta, floor), 1.0)  # solve for u = x / scale, every u near 1
         Gs = G * scale
 
+        low = 1e-6 * y  # the linearized time's floor: a piece's finite differences may be negative (tau-Lop:
+        # more latency, other overlaps), and a time near 0 would blow the log residual and its Jacobian up
+
         def residual(u: np.ndarray) -> np.ndarray:
-            return np.log(np.maximum(Gs @ u, 1e-300) / y)
+            return np.log(np.maximum(Gs @ u, low) / y)
 
         def jacobian(u: np.ndarray) -> np.ndarray:
-            return Gs / np.maximum(Gs @ u, 1e-300)[:, None]
+            t = Gs @ u
+            return np.where((t > low)[:, None], Gs / np.maximum(t, low)[:, None], 0.0)
 
         upper = np.where(used, np.inf, 1e-300)
         fit = least_squares(residual, np.where(used, np.minimum(theta / scale, 1.0), 0.0), jac=jacobian,
@@ -173,8 +204,34 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         mask = np.array([kk == key for kk in keys])
         per_algorithm[key] = _figures(ratio[mask])
     weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
+    together = confounded(G, modelled, used, names)
     return CollectiveFit(model, params, theta, [n for n, u in zip(names, used) if not u], ratio, points, steps,
-                         pricings, per_algorithm, weak=weak)
+                         pricings, per_algorithm, weak=weak, confounded=together)
+
+
+CONFOUNDED = 0.02  # a direction of the relative Jacobian this much weaker than the strongest is not identified
+
+
+def confounded(G: np.ndarray, modelled: np.ndarray, used: np.ndarray,
+               names: Sequence[str]) -> list[str]:
+    """Groups of parameters only whose combination the data identify (tau-Lop's o and L of one channel when
+    every transmission pays o + k L alike): the right singular vectors of the relative Jacobian
+    J_ik = (d T_i / d theta_k) / T_i, its columns scaled to unit length (collinear columns, whatever their
+    units), with singular value under :data:`CONFOUNDED` times the largest, each named by its parameters of
+    loading over 0.25 (two or more)."""
+    cols = np.flatnonzero(used)
+    if len(cols) < 2:
+        return []
+    J = G[:, cols] / np.maximum(modelled, 1e-300)[:, None]
+    J = J / np.maximum(np.linalg.norm(J, axis=0), 1e-300)[None, :]  # unit columns: collinearity, not scale
+    _, sv, vt = np.linalg.svd(J, full_matrices=False)
+    out = []
+    for value, vector in zip(sv, vt):
+        members = cols[np.abs(vector) > 0.25]
+        if value < CONFOUNDED * sv[0] and len(members) >= 2:
+            out.append(f"{', '.join(names[j] for j in members)}: the data move them together; only a "
+                       f"combination of them is identified")
+    return out
 
 
 ONE_MESSAGE = ("pingpong", "osu_latency", "imb_pingpong")  # point-to-point rows timing one message
@@ -223,74 +280,197 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
             label = algorithm.name
         used.update(platform.channels[c].name for c in np.unique(where.channel))
-        points.append(Point(coll, label, nprocs, nbytes, float(np.median(times))))
+        nodes = len(np.unique(where.mapping.node_of_rank[:nprocs])) if coll != "p2p" else 1
+        points.append(Point(coll, label, nprocs, nbytes, float(np.median(times)), nodes))
         placed.append(where)
     channels = [c.name for c in platform.channels if c.name in used]
     return points, placed, channels
 
 
+def fitted_units(model: str, platform, channels: Sequence[str]) -> list[str]:
+    """What ``model``'s parameters are fitted per: the ``channels`` the training schedules use (Hockney,
+    LogGPH), or for tau-Lop the tables they read: each channel's own (its overhead o) and its transfers'
+    (their L), in order of first use."""
+    if model != "taulop":
+        return list(channels)
+    by_name = {c.name: c for c in platform.channels}
+    return list(dict.fromkeys(name for c in channels for name in (c, *by_name[c].transfers)))
+
+
+def taulop_tau_max(placed) -> int:
+    """The concurrencies the fitted tau-Lop tables cover: twice the largest training P (a linear
+    algorithm's root alone has P - 1 transmissions on its channel at once)."""
+    return 2 * max((p.schedule.nprocs for p in placed), default=1)
+
+
+def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
+                  sizes: Sequence[float] = (1.0, 2.0)) -> dict[str, dict[str, list]]:
+    """The tau-Lop tables of the module docstring's family for ``theta`` (o_s, L_s, G per table in
+    ``tables`` order), rows at ``sizes``, concurrencies 1..tau_max: o(m) = o_s, L(m, tau) = L_s + tau m G.
+    Two rows suffice to price (the tables are read with ``beyond_m = "slope"``)."""
+    m = np.asarray(sizes, dtype=np.float64)
+    tau = np.arange(1, tau_max + 1, dtype=np.float64)
+    out = {}
+    for i, name in enumerate(tables):
+        o, latency, per_byte = (float(v) for v in theta[3 * i:3 * i + 3])
+        out[name] = {"m": m.tolist(), "o_s": [o] * len(m), "L_s": (latency + np.outer(m, tau) * per_byte).tolist()}
+    return out
+
+
 def pricer(model: str, placed, channels: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
-    """``price(theta)``: every placed schedule's time under ``model`` (hockney or loggph) with the
-    :data:`MODEL_PARAMS` of each channel in ``channels`` order taken from ``theta``."""
+    """``price(theta)``: every placed schedule's time under ``model`` (hockney, loggph or taulop) with the
+    :data:`MODEL_PARAMS` of each of ``channels`` (tau-Lop: tables, :func:`fitted_units`) in order taken
+    from ``theta``."""
     from commcost.models import MODELS
 
     names = MODEL_PARAMS[model]
     params_class = MODELS[model].PARAMS
+    tau_max = taulop_tau_max(placed)
 
     def price(theta: np.ndarray) -> np.ndarray:
         per = len(names)
-        data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(names)} for i, c in enumerate(channels)}
+        if model == "taulop":
+            data: dict = {"beyond_m": "slope", **taulop_tables(theta, channels, tau_max)}
+        else:
+            data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(names)}
+                    for i, c in enumerate(channels)}
         priced = MODELS[model](params_class.from_dict(data))
         return np.array([priced.total_time_s(p) for p in placed])
     return price
 
 
+FORMS = ("none", "scale", "affine")  # the per-algorithm corrections, simplest first (a tie keeps the simpler)
+FOLDS = 3  # held-out process counts of the forward cross-validation
+
+
 @dataclass(frozen=True)
-class ScaleChoice:
-    """Whether a collective's per-algorithm scale helps, by leave-largest-P-out: the mean penalty (%) of the
-    picks among the measured algorithms at the held-out P, without and with the scale fitted on the rest."""
+class Correction:
+    """T = a_s + b T_model for one measured algorithm (paper 004 section 5.2's per-algorithm calibration)."""
+
+    a_s: float
+    b: float
+
+
+def fit_correction(form: str, modelled: np.ndarray, measured: np.ndarray) -> Correction:
+    """One algorithm's correction of ``form``: ``scale`` b = the geometric mean of measured / model
+    (a_s = 0); ``affine`` a_s >= 0 and b by :func:`commcost.calibration.fit_collectives.fit_scale`'s Huber
+    fit on relative residuals (a_s an offset the model lacks, such as the benchmark's own per-call
+    overhead, so not negative: a negative one would price small messages below zero at scale)."""
+    from commcost.calibration.fit_collectives import fit_scale
+
+    if form == "none":
+        return Correction(0.0, 1.0)
+    b = float(np.exp(np.mean(np.log(measured / modelled))))
+    if form == "scale" or len(modelled) < 2:
+        return Correction(0.0, b)
+    fitted = fit_scale(modelled, measured)
+    if fitted.a_s < 0:
+        return Correction(0.0, b)
+    return Correction(fitted.a_s, fitted.b)
+
+
+@dataclass(frozen=True)
+class CorrectionChoice:
+    """A collective's per-algorithm correction chosen by forward cross-validation over P: ``pct`` is the
+    mean penalty (%) of the picks among the measured algorithms at the ``held_out`` process counts, each
+    with the corrections fitted on the points below it, per form of :data:`FORMS`; ``form`` the lowest.
+    No fold (``held_out`` empty): ``none``, for ``why``."""
 
     collective: str
-    held_out_procs: int
+    held_out: tuple[int, ...]
     points: int
-    without_pct: float
-    with_pct: float
+    pct: dict[str, float]
+    multi_node: bool = True  # the regime the corrections are fitted and scored in
+    why: str = ""
+
+    @property
+    def form(self) -> str:
+        if not self.held_out:
+            return "none"
+        return min(FORMS, key=lambda f: (round(self.pct[f], 9), FORMS.index(f)))
 
     @property
     def keep(self) -> bool:
-        return self.with_pct < self.without_pct
+        return self.form != "none"
 
 
-def choose_scales(points: Sequence[Point], placed: Sequence, channels: Sequence[str], theta: np.ndarray,
-                  model: str = "hockney") -> dict[str, ScaleChoice]:
-    """Per collective, :class:`ScaleChoice` (issue 13 item 3: chosen by cross-validation over P, never by
-    training error): the scales fitted on the points below the largest P, the picks scored at the largest P.
-    The channel parameters ``theta`` are the fit on all points: the largest P is often the only one that
-    crosses nodes, so leaving it out would leave the network unidentified."""
-    out: dict[str, ScaleChoice] = {}
-    largest = max(p.nprocs for p in points)
-    modelled = pricer(model, placed, channels)(theta)
-    ratio = np.array([p.time_s for p in points]) / modelled
-    below = np.array([p.nprocs < largest for p in points])
+def _pick_penalty(rows: list[tuple[float, float]]) -> float:
+    """The penalty of picking, among (measured, predicted) rows of one point, the lowest predicted."""
+    measured = np.array([r[0] for r in rows])
+    return float(measured[int(np.argmin([r[1] for r in rows]))] / measured.min() - 1)
+
+
+def _regime(points: Sequence[Point], collective: str) -> np.ndarray:
+    """The points of ``collective`` in the regime its corrections serve: the regime of its largest training
+    P (across nodes or within one), since a model is asked to extrapolate upwards, and a scale learnt
+    where the network is absent says nothing about where it dominates."""
+    mine = [p for p in points if p.collective == collective]
+    across = max(mine, key=lambda p: p.nprocs).nodes > 1
+    return np.array([p.collective == collective and (p.nodes > 1) == across for p in points])
+
+
+def choose_corrections(points: Sequence[Point], modelled: np.ndarray,
+                       folds: int = FOLDS) -> dict[str, CorrectionChoice]:
+    """Per collective, :class:`CorrectionChoice` (issue 13 item 3: by cross-validation over P, never by
+    training error). Forward folds within the regime of :func:`_regime`: each of the ``folds`` largest
+    training process counts with a smaller one of the same regime below it is held out in turn, the
+    corrections are fitted per algorithm on that regime's points of fewer ranks only, and the picks at the
+    held-out P are scored against the measured best. ``modelled`` are the model's times of ``points`` under
+    the parameters fitted on all of them (the largest P is often the only one that crosses nodes: without
+    it the network would be unidentified)."""
+    measured = np.array([p.time_s for p in points])
     keys = np.array([f"{p.collective}.{p.algorithm}" for p in points])
-    scale = {key: float(np.exp(np.mean(np.log(ratio[below & (keys == key)]))))
-             for key in set(keys[below])}
-    by_point: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
-    for i in np.flatnonzero(~below):
-        p = points[i]
-        factor = scale.get(keys[i], 1.0)
-        by_point.setdefault((p.collective, p.nbytes), []).append((p.time_s, modelled[i], factor * modelled[i]))
-    penalties: dict[str, list[tuple[float, float]]] = {}
-    for (collective, _), rows in by_point.items():
-        if len(rows) < 2:
+    procs = np.array([p.nprocs for p in points])
+    out: dict[str, CorrectionChoice] = {}
+    for collective in sorted({p.collective for p in points} - {"p2p"}):
+        regime = _regime(points, collective)
+        across = bool(np.any([points[i].nodes > 1 for i in np.flatnonzero(regime)]))
+        scores: dict[str, list[float]] = {f: [] for f in FORMS}
+        used = []
+        for q in sorted(set(procs[regime].tolist()))[1:][-folds:]:
+            train = regime & (procs < q)
+            test = np.flatnonzero(regime & (procs == q))
+            corrections = {f: {k: fit_correction(f, modelled[train & (keys == k)], measured[train & (keys == k)])
+                               for k in set(keys[train].tolist())} for f in FORMS}
+            by_size: dict[int, list[int]] = {}
+            for i in test:
+                by_size.setdefault(points[i].nbytes, []).append(i)
+            scored = False
+            for members in by_size.values():
+                if len(members) < 2:
+                    continue
+                for f in FORMS:
+                    rows = []
+                    for i in members:
+                        c = corrections[f].get(keys[i], Correction(0.0, 1.0))
+                        rows.append((measured[i], c.a_s + c.b * modelled[i]))
+                    scores[f].append(_pick_penalty(rows))
+                scored = True
+            if scored:
+                used.append(q)
+        where = "across nodes" if across else "on one node"
+        why = "" if used else (f"no fold: cross-validation needs two training process counts {where} with "
+                               f"two or more algorithms measured")
+        out[collective] = CorrectionChoice(collective, tuple(used), len(scores["none"]),
+                                           {f: float(100 * np.mean(v)) if v else float("nan")
+                                            for f, v in scores.items()}, across, why)
+    return out
+
+
+def corrections(points: Sequence[Point], modelled: np.ndarray,
+                choices: dict[str, CorrectionChoice]) -> dict[str, dict[str, Correction]]:
+    """The corrections the cross-validation kept, fitted on every training point of their regime
+    (:func:`_regime`): collective -> algorithm -> :class:`Correction` (collectives whose choice is
+    ``none`` are absent)."""
+    measured = np.array([p.time_s for p in points])
+    keys = np.array([f"{p.collective}.{p.algorithm}" for p in points])
+    out: dict[str, dict[str, Correction]] = {}
+    for collective, choice in choices.items():
+        if not choice.keep:
             continue
-        measured = np.array([r[0] for r in rows])
-        best = measured.min()
-        plain = measured[int(np.argmin([r[1] for r in rows]))] / best - 1
-        scaled = measured[int(np.argmin([r[2] for r in rows]))] / best - 1
-        penalties.setdefault(collective, []).append((plain, scaled))
-    for collective, pairs in sorted(penalties.items()):
-        values = np.array(pairs)
-        out[collective] = ScaleChoice(collective, largest, len(pairs), float(100 * values[:, 0].mean()),
-                                      float(100 * values[:, 1].mean()))
+        regime = _regime(points, collective)
+        for key in sorted(set(keys[regime].tolist())):
+            mask = regime & (keys == key)
+            out.setdefault(collective, {})[key.partition(".")[2]] = fit_correction(choice.form, modelled[mask],
+                                                                                   measured[mask])
     return out

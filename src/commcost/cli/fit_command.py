@@ -157,9 +157,13 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
 
 
 def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None):
-    """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows."""
-    from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, choose_scales, collective_points,
-                                                           fit_model, pricer)
+    """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows, with
+    the per-algorithm corrections cross-validation keeps."""
+    import numpy as np
+
+    from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, choose_corrections, collective_points,
+                                                           corrections, fit_model, fitted_units, pricer,
+                                                           taulop_tau_max)
 
     if model not in MODEL_PARAMS:
         raise InputError(f"fitting {model} to collective times is not built yet; expected --model "
@@ -168,24 +172,37 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     if not points:
         raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
                          "own pick, cannot be priced)" + (f" with at most {max_procs} ranks" if max_procs else ""))
-    fit = fit_model(model, points, channels, pricer(model, placed, channels))
+    units = fitted_units(model, platform, channels)
+    fit = fit_model(model, points, units, pricer(model, placed, units))
+    fit.units = "table" if model == "taulop" else "channel"
+    fit.tau_max = taulop_tau_max(placed) if model == "taulop" else 0
     fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"
                          for c in platform.channels if c.name not in channels]
-    fit.scale_choices = choose_scales(points, placed, channels, fit.theta, model)
+    modelled = np.array([p.time_s for p in points]) / fit.ratio
+    fit.correction_choices = choose_corrections(points, modelled)
+    fit.corrections = corrections(points, modelled, fit.correction_choices)
     return fit
 
 
 def collective_fit_sections(fit) -> dict:
-    """The parameter-file sections of a collective fit: ``[hockney.<channel>]``, and per measured algorithm
-    of a collective whose scale helps by cross-validation (:func:`choose_scales`) its scale
-    ``[algorithm_fit.<collective>.<name>]`` a_s = 0, b = the geometric mean of measured/model over its
-    training points (paper 004 section 5.2's per-algorithm correction, proportional form)."""
-    fits: dict = {}
-    kept = {c for c, choice in fit.scale_choices.items() if choice.keep}
-    for key, figures in fit.per_algorithm.items():
-        collective, _, name = key.partition(".")
-        if collective in kept:
-            fits.setdefault(collective, {})[name] = {"a_s": 0.0, "b": figures["mu"], "model": fit.model}
+    """The parameter-file sections of a collective fit: the model's (``[hockney.<channel>]``, ...; tau-Lop:
+    ``[taulop.<table>]`` tables of the fitted family at the training sizes, read with ``beyond_m =
+    "slope"``), and the per-algorithm corrections cross-validation kept
+    (:func:`commcost.calibration.fit_from_collectives.choose_corrections`) as
+    ``[algorithm_fit.<collective>.<name>]`` a_s, b: paper 004 section 5.2's T = a_s + b T_model."""
+    import numpy as np
+
+    from commcost.calibration.fit_from_collectives import taulop_tables
+
+    fits = {collective: {name: {"a_s": c.a_s, "b": c.b, "model": fit.model} for name, c in per.items()}
+            for collective, per in fit.corrections.items()}
+    if fit.model == "taulop":
+        top = max(p.nbytes for p in fit.points)
+        sizes = [float(2 ** k) for k in range(max(1, int(np.ceil(np.log2(max(top, 2))))) + 1)]
+        names = list(fit.params)
+        theta = np.array([fit.params[n][q] for n in names for q in ("o_s", "L_s", "G_s_per_byte")])
+        return {"taulop": {"beyond_m": "slope", **taulop_tables(theta, names, fit.tau_max, sizes)},
+                "algorithm_fit": fits}
     return {fit.model: fit.params, "algorithm_fit": fits}
 
 
@@ -211,15 +228,17 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
             "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
                         "unidentified": fit.unidentified, "poorly_identified": fit.weak,
+                        "confounded": fit.confounded,
                         "per_algorithm": fit.per_algorithm}}
     write_params(args.out, collective_fit_sections(fit), meta)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"out": str(args.out), "params": fit.params, "unidentified": fit.unidentified,
-                          "poorly_identified": fit.weak,
+                          "poorly_identified": fit.weak, "confounded": fit.confounded,
                           "summary": total, "per_algorithm": fit.per_algorithm, "seconds": spent,
-                          "scale_choices": {c: {"keep": v.keep, "held_out_procs": v.held_out_procs,
-                                                "with_pct": v.with_pct, "without_pct": v.without_pct}
-                                            for c, v in fit.scale_choices.items()},
+                          "corrections": {c: {"form": v.form, "held_out_procs": list(v.held_out),
+                                              "sizes": v.points, "mean_penalty_pct": v.pct,
+                                              "across_nodes": v.multi_node, "why": v.why}
+                                          for c, v in fit.correction_choices.items()},
                           "steps": fit.steps, "pricings": fit.pricings}, indent=2))
         return 0
     print(f"{fit.model} fitted to {total['points']} measured points of forced algorithms in {spent:.1f} s "
@@ -232,12 +251,19 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
         print(f"  not identified by these rows: {what} (no training schedule uses it; not written)")
     for what in fit.weak:
         print(f"  poorly identified: {what}")
+    for what in fit.confounded:
+        print(f"  not identified apart: {what}")
     print(f"  measured/model: geometric mean {total['mu']:.3f}, median |error| {total['median_abs_pct']:.0f}%, "
           f"90th percentile {total['p90_abs_pct']:.0f}%")
-    for collective, choice in fit.scale_choices.items():
-        print(f"  per-algorithm scale for {collective}: {'kept' if choice.keep else 'not kept'} (picks at "
-              f"P = {choice.held_out_procs} with the scales fitted below it: mean penalty {choice.with_pct:.1f}%, "
-              f"without: {choice.without_pct:.1f}%, {choice.points} sizes)")
+    for collective, choice in fit.correction_choices.items():
+        if not choice.held_out:
+            print(f"  per-algorithm correction for {collective}: none ({choice.why})")
+            continue
+        scored = ", ".join(f"{form} {pct:.1f}%" for form, pct in choice.pct.items())
+        where = "across nodes" if choice.multi_node else "on one node"
+        print(f"  per-algorithm correction for {collective}: {choice.form} (cross-validated {where}: picks at P = "
+              f"{', '.join(map(str, choice.held_out))}, each with corrections fitted below it; mean penalty "
+              f"{scored}; {choice.points} points)")
     print("  per algorithm (geometric mean measured/model, median |error|):")
     for key, figures in fit.per_algorithm.items():
         print(f"    {key:<34} {figures['mu']:7.3f}  {figures['median_abs_pct']:6.0f}%  ({figures['points']} points)")
