@@ -51,6 +51,8 @@ def _configure_predict(p: argparse.ArgumentParser) -> None:
                       help="price a collective algorithm instead of a schedule file")
     from commcost.cli.kernel_command import configure_kernel_options
     configure_kernel_options(p, what)
+    from commcost.cli.pattern_command import configure_pattern_options
+    configure_pattern_options(p, what)
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
     add_strict_option(p)
@@ -133,6 +135,9 @@ def _predict(args: argparse.Namespace) -> int:
     if args.kernel:
         from commcost.cli.kernel_command import predict_kernel
         return predict_kernel(args, platform, spec, model, params)
+    if args.pattern:
+        from commcost.cli.pattern_command import predict_pattern
+        return predict_pattern(args, platform, spec, model, params)
     if args.collective:
         return _predict_collective(args, platform, spec, model)
     schedule = load_schedule(args.schedule)

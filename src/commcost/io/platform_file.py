@@ -35,7 +35,7 @@ _MAPPING_FIELDS = {
 def load_platform(path: str | Path) -> tuple[Platform, MappingSpec | None]:
     """Read a platform file; returns the platform and its ``[mapping]`` (None when absent)."""
     root = Table.root(read_toml(path))
-    root.only("name", "levels", "node_types", "nodes", "channels", "mapping")
+    root.only("name", "levels", "node_types", "nodes", "channels", "mapping", "network")
     levels = root.strings("levels", default=[], nonempty=False)
     for level in levels:
         if level in ("node", "world"):
@@ -45,11 +45,35 @@ def load_platform(path: str | Path) -> tuple[Platform, MappingSpec | None]:
     channels = _channels(root)
     try:
         platform = Platform(root.text("name", default=Path(path).stem), tuple(types.values()),
-                            tuple(nodes), tuple(channels), tuple(levels))
+                            tuple(nodes), tuple(channels), tuple(levels), _network(root))
     except InputError as exc:
         raise root.error(exc.where, exc.message) from None
+    net = platform.network
+    if net is not None and net.routers * net.nodes_per_router < len(nodes):
+        raise root.error("network", f"the torus holds {net.routers * net.nodes_per_router} nodes "
+                                    f"({' x '.join(map(str, net.dims))} routers of {net.nodes_per_router}); "
+                                    f"expected room for the {len(nodes)} nodes")
     mapping = root.table("mapping", default=None)
     return platform, (_mapping(mapping) if mapping is not None else None)
+
+
+def _network(root: Table):
+    """``[network] topology = "torus3d", dims = [X, Y, Z], nodes_per_router = N`` (paper 001's Blue Waters:
+    Gemini routers of two nodes), or ``topology = "flat"`` / no section: None."""
+    from commcost.platform.network import Torus3D
+
+    table = root.table("network", default=None)
+    if table is None:
+        return None
+    table.only("topology", "dims", "nodes_per_router")
+    if table.text("topology", choices=["torus3d", "flat"]) == "flat":
+        return None
+    dims = table.raw("dims")
+    if not (isinstance(dims, list) and len(dims) == 3 and all(isinstance(d, int) and not isinstance(d, bool)
+                                                              and d >= 1 for d in dims)):
+        raise table.error("dims", f"expected three integers >= 1 (X, Y, Z routers), got {dims!r}")
+    per = table.integer("nodes_per_router", default=1, minimum=1)
+    return Torus3D(tuple(dims), per)
 
 
 def _node_types(root: Table) -> dict[str, NodeType]:

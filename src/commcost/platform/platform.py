@@ -18,6 +18,7 @@ import numpy as np
 from commcost.errors import InputError
 
 if TYPE_CHECKING:
+    from commcost.platform.network import Torus3D
     from commcost.platform.mapping import Mapping
 
 NODE_LEVEL = "node"
@@ -79,6 +80,7 @@ class Platform:
     nodes: tuple[Node, ...]
     channels: tuple[Channel, ...]
     levels: tuple[str, ...] = ()
+    network: "Torus3D | None" = None  # the network's topology; None: flat (no shared links modelled)
     _channel_at_level: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _group_index: np.ndarray = field(init=False, repr=False, compare=False)
 

@@ -1,0 +1,147 @@
+"""``commcost predict --pattern spmv|spgemm --matrix A.mtx``: irregular exchanges of sparse kernels, per level.
+
+Paper 001 section 5 (Fig. 10-11): the halo exchange of an SpMV or the row
+exchange of an SpGEMM, on the matrix or on every level of its classical AMG
+hierarchy (``--amg-levels``), split over ``--procs`` ranks
+(``--partition contiguous|metis``) placed ``--ppn`` per node. Each level is
+priced under ``--model``; under ``maxrate`` its time is split into the
+max-rate, queue search and contention terms
+(:meth:`commcost.models.maxrate.MaxRate.terms`), with the postal model of
+the same parameters beside it (alpha + s / R_b by locality and protocol: no
+injection limit, no queue search, no contention), the baseline the paper
+improves on. ``--plot FILE.png`` draws the split as stacked bars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from commcost.errors import InputError
+
+
+def configure_pattern_options(p: argparse.ArgumentParser, what: argparse._MutuallyExclusiveGroup) -> None:
+    """Add ``--pattern`` to predict's what-to-price group and its options (``--procs``, ``--ppn`` and
+    ``--partition`` are shared with collectives and kernels)."""
+    what.add_argument("--pattern", choices=["spmv", "spgemm"],
+                      help="price a sparse kernel's irregular exchange on --matrix (paper 001)")
+    g = p.add_argument_group("sparse patterns (with --pattern)")
+    g.add_argument("--matrix", type=Path, help="Matrix Market file (.mtx)")
+    g.add_argument("--amg-levels", action="store_true",
+                   help="every level of the matrix's classical (Ruge-Stuben) AMG hierarchy, as paper 001")
+    g.add_argument("--value-bytes", type=int, default=8, help="bytes per matrix or vector value (default 8)")
+    g.add_argument("--plot", type=Path, help="write the per-level split as a stacked-bar PNG")
+
+
+def _postal(params):
+    """The same max-rate parameters as the postal model: no injection limit, no queue search, no contention."""
+    from commcost.models.maxrate import MaxRateRow
+
+    rows = {k: MaxRateRow(r.alpha_s, r.rate_bytes_per_s) for k, r in params.rows.items()}
+    return replace(params, rows=rows, queue_search="none", contention="none", _arrays={})
+
+
+def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> int:
+    """Price the pattern per level and print the table (or JSON), and the plot when asked."""
+    from commcost.cli.main import _load_mapping
+    from commcost.kernels.sparse import pattern_levels, read_matrix
+    from commcost.models import MODELS, PlacedSchedule
+
+    if args.matrix is None:
+        raise InputError("--pattern needs --matrix A.mtx", where="--matrix")
+    if args.procs is None or args.procs < 1:
+        raise InputError("--pattern needs --procs P >= 1", where="--procs")
+    if args.value_bytes < 1:
+        raise InputError(f"expected --value-bytes >= 1, got {args.value_bytes}", where="--value-bytes")
+    partition = str(args.partition) if args.partition is not None else "contiguous"
+    matrix = read_matrix(args.matrix)
+    levels = pattern_levels(matrix, args.pattern, args.procs, partition, args.amg_levels, args.value_bytes)
+    mapping = _load_mapping(args, platform, spec, args.procs)
+    maxrate = args.model == "maxrate"
+    postal = MODELS["maxrate"](_postal(model.params)) if maxrate else None
+    rows = []
+    for level in levels:
+        try:
+            placed = PlacedSchedule.of(level.schedule, platform, mapping)
+            s = level.schedule
+            row = {"level": level.index, "rows": level.rows, "nnz": level.nnz, "messages": s.ntransmissions,
+                   "bytes": float(s.nbytes.sum()),
+                   "max_messages_received": int(_max_count(s.dst, s.nprocs)) if s.ntransmissions else 0}
+            if maxrate:
+                terms = model.terms(placed)[0] if s.ntransmissions else None
+                row.update({"maxrate_s": terms.maxrate_s if terms else 0.0,
+                            "queue_s": terms.queue_s if terms else 0.0,
+                            "contention_s": terms.contention_s if terms else 0.0,
+                            "time_s": terms.time_s if terms else 0.0,
+                            "postal_s": postal.total_time_s(placed) if s.ntransmissions else 0.0})
+            else:
+                row["time_s"] = model.total_time_s(placed) if s.ntransmissions else 0.0
+        except InputError as exc:
+            raise exc.located(source=str(args.params)) from None
+        rows.append(row)
+    if args.plot is not None:
+        _plot(rows, args, maxrate)
+    if args.format == "json":
+        print(json.dumps({"pattern": args.pattern, "matrix": str(args.matrix), "procs": args.procs,
+                          "partition": partition, "model": args.model, "levels": rows}, indent=2))
+        return 0
+    _print_table(rows, args, partition, maxrate)
+    return 0
+
+
+def _max_count(dst, nprocs: int) -> int:
+    import numpy as np
+
+    return int(np.bincount(dst, minlength=nprocs).max())
+
+
+def _print_table(rows: list[dict], args: argparse.Namespace, partition: str, maxrate: bool) -> None:
+    from commcost.units import format_nbytes, format_seconds
+
+    print(f"{args.pattern} of {args.matrix} on {args.procs} ranks ({partition} rows), model {args.model}")
+    head = f"{'level':>5} {'rows':>8} {'messages':>9} {'max in':>6} {'bytes':>10}"
+    if maxrate:
+        head += f" {'max-rate':>10} {'queue':>10} {'contention':>10} {'total':>10} {'postal':>10}"
+    else:
+        head += f" {'time':>10}"
+    print(head)
+    for r in rows:
+        line = (f"{r['level']:>5} {r['rows']:>8} {r['messages']:>9} {r['max_messages_received']:>6} "
+                f"{format_nbytes(r['bytes']):>10}")
+        keys = ("maxrate_s", "queue_s", "contention_s", "time_s", "postal_s") if maxrate else ("time_s",)
+        line += "".join(f" {format_seconds(r[k]):>10}" for k in keys)
+        print(line)
+    if args.plot is not None:
+        print(f"wrote {args.plot}")
+
+
+def _plot(rows: list[dict], args: argparse.Namespace, maxrate: bool) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = [r["level"] for r in rows]
+    if maxrate:
+        bottom = [0.0] * len(rows)
+        for key, label in (("maxrate_s", "max-rate"), ("queue_s", "queue search"), ("contention_s", "contention")):
+            values = [r[key] for r in rows]
+            ax.bar(x, values, bottom=bottom, label=label)
+            bottom = [b + v for b, v in zip(bottom, values)]
+        ax.plot(x, [r["postal_s"] for r in rows], "k_", markersize=20, label="postal")
+    else:
+        ax.bar(x, [r["time_s"] for r in rows], label=args.model)
+    ax.set_xlabel("AMG level" if args.amg_levels else "level")
+    ax.set_ylabel("seconds")
+    ax.set_title(f"{args.pattern}, {args.procs} ranks, {args.model}")
+    ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(args.plot)
+    except OSError as exc:
+        raise InputError(f"cannot write the plot ({exc.strerror})", source=str(args.plot)) from None
+    finally:
+        plt.close(fig)
