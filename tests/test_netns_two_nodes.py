@@ -363,3 +363,51 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
         assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
         assert p["rules_run"] == deployed.runs(Collective.BCAST, 4, p["nbytes"], 2).label
     assert report["selections"]["bcast.ompi"]["grid"] and report["converged_share"] is not None
+
+
+@needs_netns
+def test_measure_pattern_on_two_nodes_against_calibrated_models(cluster, tmp_path, capsys):
+    """Issue 14 item 6 on two nodes: ping-pongs calibrated on the cluster (shm in node 0, tcp across the capped
+    link), max-rate rows fitted from them, then a matrix's SpMV exchange on 4 ranks, 2 per node, run with
+    Isend/Irecv through the two-node launch line, measured against Hockney and max-rate per level."""
+    import tomllib
+
+    import tomli_w
+
+    from commcost.cli.main import main
+
+    shm = shlex.join(cluster.mpirun(2, extra=["--map-by", "slot", *YIELD]))
+    tcp = shlex.join(cluster.mpirun(2, extra=["--map-by", "node", *YIELD]))
+    cal = tmp_path / "cal"
+    proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "2", "--budget", "40",
+                           "--benchmarks", "pingpong", "--sizes", "8,64,256,1KiB,2KiB,4KiB", "--quiet",
+                           "--out", str(cal), "--channel-launcher", f"shm={shm}", "--channel-launcher", f"tcp={tcp}"],
+                          capture_output=True, text=True, timeout=120, env=ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert main(["fit", str(cal / "measurements.csv"), "--model", "maxrate", "--platform", str(PLATFORM),
+                 "-o", str(cal / "maxrate.toml")]) == 0
+    params = tomllib.loads((cal / "params.toml").read_text())
+    params["maxrate"] = tomllib.loads((cal / "maxrate.toml").read_text())["maxrate"]
+    (cal / "all.toml").write_text(tomli_w.dumps(params))
+    capsys.readouterr()
+    forward = shlex.join(cluster.mpirun(4, extra=["--map-by", "slot", *YIELD]))
+    out = tmp_path / "pattern"
+    matrix = HERE.parent / "examples" / "sparse" / "poisson3d_16.mtx"
+    assert main(["measure-pattern", "--pattern", "spmv", "--matrix", str(matrix), "--procs", "4",
+                 "--params", str(cal / "all.toml"), "--model", "hockney", "--model", "maxrate",
+                 "--platform", str(PLATFORM), "--ppn", "2", "--launcher", forward, "--network", "tcp",
+                 "--repeat", "20", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    runs = json.loads((out / "results.json").read_text())
+    assert {r["config"] for r in runs} == {"level 0"} and len(runs) == 2  # in-order and reversed
+    for run in runs:
+        assert run["measured_s"] > 0 and set(run["mu"]) == {"hockney", "maxrate"}
+        assert all(1 <= mu < 100 for mu in run["mu"].values()), run
+    # measured here ~50 us against ~450 us predicted: the ping-pongs' sustained traffic drains the capped
+    # link's token bucket (tc tbf), the pattern's 20 short bursts of 2 KiB do not (docs/irregular.md)
+    print(printed)  # the measured table, for the issue note (pytest -s)
+    # a second run resumes: every level is read back, no MPI run starts (the launcher is not even valid)
+    assert main(["measure-pattern", "--pattern", "spmv", "--matrix", str(matrix), "--procs", "4",
+                 "--params", str(cal / "all.toml"), "--model", "hockney", "--platform", str(PLATFORM),
+                 "--ppn", "2", "--launcher", "false", "--network", "tcp", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.count("reused spmv level 0") == 2

@@ -23,8 +23,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     from commcost.calibration.from_measurements import FITTABLE
 
     p.add_argument("measurements", type=Path, help="measurements CSV (commcost calibrate / commcost import)")
-    p.add_argument("--model", required=True, choices=[*FITTABLE, "loggph", OMPI_BCAST],
-                   help="model to fit (loggph: with --from-collectives only)")
+    p.add_argument("--model", required=True, choices=[*FITTABLE, "loggph", "maxrate", OMPI_BCAST],
+                   help="model to fit (loggph: with --from-collectives only; maxrate: paper 001's rows from "
+                        "ping-pongs per channel, --platform tells which channels are within a node)")
     p.add_argument("-o", "--out", required=True, type=Path, help="parameter file to write (.toml)")
     p.add_argument("--transfers", action="append", default=[], metavar="CHANNEL=K",
                    help="transfers per transmission of a channel for tau-Lop (default shm=2, others 1)")
@@ -67,6 +68,8 @@ def _fit(args: argparse.Namespace) -> int:
     columns = fit_times(measurement_columns(rows), args.statistic)
     if args.model == OMPI_BCAST:
         return _fit_ompi_bcast(args, columns)
+    if args.model == "maxrate":
+        return _fit_maxrate(args, columns)
     try:
         left_out = benchmark_rows(columns, args.benchmark)[1]
         fits = fit_channels(columns, args.model, transfers, args.benchmark)
@@ -113,6 +116,40 @@ def _fit(args: argparse.Namespace) -> int:
         print(f"  left out: {count} rows of {name} ({why}; --benchmark {name} to fit them)")
     if args.model == "loggp":
         print(f"  note: {meta['loggp_note']}")
+    return 0
+
+
+def _fit_maxrate(args: argparse.Namespace, columns) -> int:
+    """Paper 001's max-rate rows from ping-pongs (:mod:`commcost.calibration.fit_maxrate`)."""
+    from commcost.calibration.fit_maxrate import maxrate_from_pingpongs
+    from commcost.io.params_file import write_params
+
+    if args.platform is not None:
+        from commcost.io.platform_file import load_platform
+
+        platform, _ = load_platform(args.platform)
+        intra = {c.name for c in platform.channels if c.level == "node"}
+    else:
+        intra = {"shm"}
+    try:
+        section, report = maxrate_from_pingpongs(columns, intra, args.benchmark)
+    except InputError as exc:
+        raise exc.located(source=str(args.measurements)) from None
+    meta = {"fitted_from": str(args.measurements), "model": "maxrate",
+            "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "method": "paper 001 Table 1's rows from per-channel Hockney fits with protocol breaks",
+            "quality": report}
+    write_params(args.out, {"maxrate": section}, meta)
+    if args.format == OutputFormat.JSON.value:
+        print(json.dumps({"out": str(args.out), "maxrate": section, "report": report}, indent=2))
+        return 0
+    print(f"maxrate fitted from the ping-pong rows of {args.measurements} -> {args.out}")
+    for channel, r in report["channels"].items():
+        rows = ", ".join(f"{p} alpha {v['alpha_s'] * 1e6:.3f} us R_b {v['rate_bytes_per_s'] / 1e9:.3f} GB/s"
+                         for p, v in r["rows"].items())
+        print(f"  {channel:<6} -> {', '.join(r['localities'])} ({r['points']} points): {rows}")
+    for note in report["notes"]:
+        print(f"  note: {note}")
     return 0
 
 

@@ -84,6 +84,21 @@ def local_platform(network: str, cores: int):
                     (Channel(network, 0, "node", TRANSFERS[network]),))
 
 
+def params_and_models(args: argparse.Namespace):
+    """``--params`` loaded and the models to predict with: ``--model`` (each checked to exist and to have its
+    section) or every model the file has parameters for."""
+    from commcost.io.params_file import load_params
+    from commcost.models import MODELS
+
+    params = load_params(args.params, strict=strictness(args))
+    models = args.model or [m for m in MODELS if m in params.sections]
+    for name in models:
+        if name not in MODELS:
+            raise InputError(f"unknown model {name!r}; expected one of {', '.join(sorted(MODELS))}", where="--model")
+        params.for_model(name)
+    return params, models
+
+
 def predict(schedule, network: str, params, models: list[str]) -> dict[str, float]:
     """Predicted cost under each model (hloggp also under paper 000's kernel rule)."""
     import numpy as np
@@ -129,20 +144,13 @@ def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: P
          _configure)
 def _measure_kernel(args: argparse.Namespace) -> int:
     from commcost.cli.calibrate_command import find_mpirun
-    from commcost.io.params_file import load_params
     from commcost.io.partition_file import read_partition
     from commcost.kernels import summa, wave2d
-    from commcost.models import MODELS
-    from commcost.report.kernel_validation import KernelRun, plot_validation, render_validation
+    from commcost.report.kernel_validation import KernelRun
 
     if args.steps < 1:
         raise InputError(f"expected --steps >= 1, got {args.steps}", where="--steps")
-    params = load_params(args.params, strict=strictness(args))
-    models = args.model or [m for m in MODELS if m in params.sections]
-    for name in models:
-        if name not in MODELS:
-            raise InputError(f"unknown model {name!r}; expected one of {', '.join(sorted(MODELS))}", where="--model")
-        params.for_model(name)
+    params, models = params_and_models(args)
     mpirun = find_mpirun(args.mpirun)
     args.out.mkdir(parents=True, exist_ok=True)
     runs = []
@@ -159,6 +167,13 @@ def _measure_kernel(args: argparse.Namespace) -> int:
             runs.append(run)
             print(f"  measured {args.kernel} {label} (P = {part.nprocs}, N = {part.n}, {network}): "
                   f"{len(measured['iterations_s'])} iterations", flush=True)
+    return report_runs(args, runs)
+
+
+def report_runs(args: argparse.Namespace, runs) -> int:
+    """Print the measured-vs-predicted table, write ``OUT/results.json`` and the PNG (``--png``)."""
+    from commcost.report.kernel_validation import plot_validation, render_validation
+
     print(render_validation(runs))
     (args.out / "results.json").write_text(json.dumps([r.to_dict() for r in runs], indent=2))
     png = args.png or args.out / "measured_vs_predicted.png"
