@@ -74,7 +74,7 @@ def test_maxrate_rows_fitted_from_ping_pongs_with_their_protocol_break(tmp_path,
     out = tmp_path / "maxrate.toml"
     assert main(["fit", str(csv), "--model", "maxrate", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "R_N" in printed and "8.4e-9" in printed
+    assert "R_N) left unlimited: no Ring_tau rows" in printed and "8.4e-9" in printed
     params = load_params(out).for_model("maxrate")
     assert params.eager_max_bytes == 8192
     for loc in ("intra_socket", "intra_node"):
@@ -91,3 +91,28 @@ def test_maxrate_fit_without_a_network_channel_says_so(tmp_path, capsys):
     assert main(["fit", str(csv), "--model", "maxrate", "-o", str(tmp_path / "x.toml")]) == 2
     err = capsys.readouterr().err
     assert "inter_node" in err and "m.csv" in err and "Traceback" not in err
+
+
+def test_node_rate_from_ring_rows_where_it_binds(tmp_path, capsys):
+    """Ring_tau rows on two nodes, tau = 2..8 (1..4 senders per node), priced by eq. 2 with R_N = 2.5 GB/s over
+    R_b = 2 GB/s (binding from 2 senders a node): R_N comes back; the same rows with no limit leave it
+    unlimited."""
+    for limit, expect in ((2.5e9, 2.5e9), (None, None)):
+        csv = tmp_path / f"m{limit}.csv"
+        store = MeasurementStore(csv)
+        _pingpongs(store, "shm", (0.5e-6, 2e-6), (0.2e-9, 0.1e-9), 8192)
+        _pingpongs(store, "tcp", (5e-6, 20e-6), (0.5e-9, 0.5e-9), 16384)
+        for m in (65536, 262144, 1 << 20):
+            for tau in range(2, 9):
+                a = -(-tau // 2)
+                rate = a * 2e9 if limit is None else min(limit, a * 2e9)
+                store.append(Measurement("ring_tau", tau, m, 20e-6 + a * m / rate, channel="tcp", tau=tau,
+                                         nnodes=2, ppn=a))
+        out = tmp_path / f"r{limit}.toml"
+        assert main(["fit", str(csv), "--model", "maxrate", "-o", str(out)]) == 0
+        printed = capsys.readouterr().out
+        rn = load_params(out).for_model("maxrate").rows[("inter_node", "rend")].node_rate_bytes_per_s
+        if expect is None:
+            assert np.isinf(rn) and "show no node limit" in printed
+        else:
+            assert rn == pytest.approx(expect, rel=1e-3) and "R_N = " in printed

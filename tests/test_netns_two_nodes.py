@@ -384,8 +384,21 @@ def test_measure_pattern_on_two_nodes_against_calibrated_models(cluster, tmp_pat
                            "--out", str(cal), "--channel-launcher", f"shm={shm}", "--channel-launcher", f"tcp={tcp}"],
                           capture_output=True, text=True, timeout=120, env=ENV)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert main(["fit", str(cal / "measurements.csv"), "--model", "maxrate", "--platform", str(PLATFORM),
+    ring = tmp_path / "ring"  # tau = 2..4 ranks sending at once, 2 per node: the node's link limit R_N
+    four = shlex.join(cluster.mpirun(4, extra=["--map-by", "node", *YIELD]))
+    proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "4", "--budget", "40",
+                           "--benchmarks", "ringtau", "--sizes", "64KiB,256KiB", "--quiet", "--out", str(ring),
+                           "--channel-launcher", f"shm={shm}", "--channel-launcher", f"tcp={four}"],
+                          capture_output=True, text=True, timeout=120, env=ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from commcost.io.measurements import MeasurementStore
+
+    MeasurementStore(cal / "both.csv").extend([*read_measurements(cal / "measurements.csv"),
+                                               *read_measurements(ring / "measurements.csv")])
+    assert main(["fit", str(cal / "both.csv"), "--model", "maxrate", "--platform", str(PLATFORM),
                  "-o", str(cal / "maxrate.toml")]) == 0
+    fitted = capsys.readouterr().out
+    assert "R_N = " in fitted  # the capped link binds 2 senders a node (about the cap's 2.5e6 B/s measured)
     params = tomllib.loads((cal / "params.toml").read_text())
     params["maxrate"] = tomllib.loads((cal / "maxrate.toml").read_text())["maxrate"]
     (cal / "all.toml").write_text(tomli_w.dumps(params))
@@ -408,6 +421,6 @@ def test_measure_pattern_on_two_nodes_against_calibrated_models(cluster, tmp_pat
     print(printed)  # the measured table, for the issue note (pytest -s)
     # a second run resumes: every level is read back, no MPI run starts (the launcher is not even valid)
     assert main(["measure-pattern", "--pattern", "spmv", "--matrix", str(matrix), "--procs", "4",
-                 "--params", str(cal / "all.toml"), "--model", "hockney", "--platform", str(PLATFORM),
-                 "--ppn", "2", "--launcher", "false", "--network", "tcp", "--out", str(out)]) == 0
+                 "--params", str(cal / "all.toml"), "--model", "hockney", "--model", "maxrate",
+                 "--platform", str(PLATFORM), "--ppn", "2", "--launcher", "false", "--network", "tcp", "--out", str(out)]) == 0
     assert capsys.readouterr().out.count("reused spmv level 0") == 2

@@ -8,11 +8,20 @@ short and eager (one break cannot tell them apart) and the second for
 rendezvous, ``eager_max_bytes`` the last size of the first segment. A
 channel within a node fills the intra-socket and intra-node rows (a
 ping-pong between two ranks of one node measures wherever the launcher put
-them), any other channel the inter-node rows. Not identified by one pair
-of ranks at a time, and said so in the report: the node's injection rate
-R_N (left unlimited) and the contention delta (paper 001's 1e-10 s/B). The
-queue search gamma comes from HighVolumePingPong rows (``hvpp``) where
-measured, else paper 001's 8.4e-9 s, also said.
+them), any other channel the inter-node rows.
+
+The node's injection rate R_N is not identified by one pair of ranks at a
+time; Ring_tau rows of the inter-node channel (tau ranks sending at once,
+ceil(tau / nodes) of them per node) identify it where it binds: R_N
+minimizes sum (ln(T / y))^2 of eq. 2, T = alpha + a m / min(R_N, a R_b),
+a the ranks sending per node (a bounded one-dimensional search on ln R_N),
+and is kept when it lowers that loss by at least 5% against no limit (then
+on every inter-node row: the node's link limits messages of every size).
+The contention delta (eq. 5) is not identified by ping-pongs or rings on a
+switch or one shared link, where it cannot be told apart from R_N: paper
+001's 1e-10 s/B is written and said. The queue search gamma comes from
+HighVolumePingPong rows (``hvpp``) where measured, else paper 001's 8.4e-9
+s, also said.
 """
 
 from __future__ import annotations
@@ -58,17 +67,26 @@ def maxrate_from_pingpongs(columns: dict[str, np.ndarray], intra: set[str],
             section[loc] = {**rows, "_from": fit.channel}
         report["channels"][fit.channel] = {"localities": list(where), "points": fit.npoints,
                                            "segments": len(segments), "rows": rows}
+    if eager_max:
+        section["eager_max_bytes"] = min(eager_max)
+        section["short_max_bytes"] = min(500.0, min(eager_max))
+        report["notes"].append("short and eager rows are the same: one protocol break found per channel")
     missing = [loc for loc in ("intra_socket", "intra_node", "inter_node") if loc not in section]
     if missing:
         have = ", ".join(f.channel for f in fits) or "none"
         raise InputError(f"no ping-pong rows for the {' and '.join(missing)} rows (channels measured: {have}); "
                          f"expected a channel within a node and one between nodes")
-    for loc in section:
+    inter = section["inter_node"].pop("_from")
+    for loc in ("intra_socket", "intra_node"):
         section[loc].pop("_from")
-    if eager_max:
-        section["eager_max_bytes"] = min(eager_max)
-        section["short_max_bytes"] = min(500.0, min(eager_max))
-        report["notes"].append("short and eager rows are the same: one protocol break found per channel")
+    node_rate, why = fit_node_rate(columns, inter, section["inter_node"],
+                                   section.get("short_max_bytes", 500.0), section.get("eager_max_bytes", 8192.0))
+    if node_rate is not None:
+        for row in section["inter_node"].values():
+            row["node_rate_bytes_per_s"] = node_rate
+        report["node_rate"] = why
+    else:
+        report["notes"].append(why)
     try:
         queue = fit_queue_search_channels(columns)
     except InputError:
@@ -82,6 +100,44 @@ def maxrate_from_pingpongs(columns: dict[str, np.ndarray], intra: set[str],
         report["notes"].append("no HighVolumePingPong rows: queue_gamma_s is paper 001's 8.4e-9 s "
                                "(calibrate --benchmarks hvpp measures it)")
     section["contention_delta_s_per_byte"] = 1.0e-10
-    report["notes"].append("node_rate_bytes_per_s (R_N) not identified by one pair at a time: left unlimited; "
-                           "contention delta is paper 001's 1e-10 s/B")
+    report["notes"].append("contention delta is paper 001's 1e-10 s/B: a switch or one shared link cannot tell "
+                           "it from R_N")
     return section, report
+
+
+MIN_GAIN = 0.05  # R_N is kept when it lowers the ring rows' loss by at least this share
+
+
+def fit_node_rate(columns: dict[str, np.ndarray], channel: str, rows: dict[str, dict[str, float]],
+                  short_max: float, eager_max: float) -> tuple[float | None, str]:
+    """R_N from the Ring_tau rows of ``channel`` (module docstring): (R_N, how) or (None, why not)."""
+    from scipy.optimize import minimize_scalar
+
+    bench = np.asarray(columns["benchmark"]).astype(str)
+    tau = np.asarray(columns["tau"], dtype=np.float64)
+    sel = (bench == "ring_tau") & (np.asarray(columns["channel"]).astype(str) == channel) & (tau >= 2)
+    if not sel.any():
+        return None, (f"node_rate_bytes_per_s (R_N) left unlimited: no Ring_tau rows of {channel} with tau >= 2 "
+                      f"(calibrate --benchmarks ringtau measures them)")
+    m = np.asarray(columns["nbytes"], dtype=np.float64)[sel]
+    y = np.asarray(columns["time_s_mean"], dtype=np.float64)[sel]
+    nodes = np.asarray(columns["nnodes"], dtype=np.float64)[sel]
+    active = np.ceil(tau[sel] / np.where(np.isfinite(nodes) & (nodes >= 1), nodes, 1.0))
+    protocol = np.where(m <= short_max, "short", np.where(m <= eager_max, "eager", "rend"))
+    alpha = np.array([rows[p]["alpha_s"] for p in protocol])
+    rate = np.array([rows[p]["rate_bytes_per_s"] for p in protocol])
+
+    def loss(log_rn: float) -> float:
+        t = alpha + active * m / np.minimum(np.exp(log_rn), active * rate)
+        return float(np.sum(np.log(t / y) ** 2))
+    unlimited = loss(np.log(1e300))
+    lo, hi = np.log(rate.min() / 100), np.log(rate.max() * active.max() * 10)
+    best = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+    rn = float(np.exp(best.x))
+    binds = bool(np.any(active * rate > rn))
+    if not binds or best.fun > (1 - MIN_GAIN) * unlimited:
+        return None, (f"node_rate_bytes_per_s (R_N) left unlimited: the {int(sel.sum())} Ring_tau rows of "
+                      f"{channel} show no node limit (best R_N lowers their loss by "
+                      f"{100 * (1 - best.fun / unlimited):.0f}%, under {100 * MIN_GAIN:.0f}%)")
+    return rn, (f"R_N = {rn:.4g} B/s from {int(sel.sum())} Ring_tau rows of {channel} (loss "
+                f"{unlimited:.3g} -> {best.fun:.3g})")

@@ -148,6 +148,8 @@ def _fit_maxrate(args: argparse.Namespace, columns) -> int:
         rows = ", ".join(f"{p} alpha {v['alpha_s'] * 1e6:.3f} us R_b {v['rate_bytes_per_s'] / 1e9:.3f} GB/s"
                          for p, v in r["rows"].items())
         print(f"  {channel:<6} -> {', '.join(r['localities'])} ({r['points']} points): {rows}")
+    if "node_rate" in report:
+        print(f"  {report['node_rate']}")
     for note in report["notes"]:
         print(f"  note: {note}")
     return 0
