@@ -138,12 +138,15 @@ def _teardown(names: Sequence[str]) -> None:
 
 @contextmanager
 def netns_cluster(workdir: Path, nnodes: int = 2, slots: int = 2, rate: str | None = None,
-                  prefix: str | None = None) -> Iterator[NetnsCluster]:
+                  prefix: str | None = None, trunk: str | None = None) -> Iterator[NetnsCluster]:
     """Build ``nnodes`` namespace nodes joined by a bridge; yield the cluster; tear it all down.
 
     ``rate`` (e.g. ``"200mbit"``) caps each node's outgoing link with a
-    ``tc tbf`` qdisc. ``prefix`` names everything (default ``cc`` + pid, so
-    concurrent clusters do not clash; at most 8 characters).
+    ``tc tbf`` qdisc. ``trunk`` (e.g. ``"50mbit"``) puts the upper half of the
+    nodes on a second bridge, joined to the first by one veth pair capped at
+    that rate each way: every message between the halves shares that link
+    (paper 001 Fig. 6). ``prefix`` names everything (default ``cc`` + pid,
+    so concurrent clusters do not clash; at most 8 characters).
     """
     prefix = prefix or f"cc{os.getpid() % 100000}"
     if len(prefix) > 8:
@@ -166,11 +169,22 @@ def netns_cluster(workdir: Path, nnodes: int = 2, slots: int = 2, rate: str | No
         _sh(["ip", "-n", head, "link", "add", bridge, "type", "bridge"])
         _sh(["ip", "-n", head, "addr", "add", f"{SUBNET}.{HEAD_HOST}/24", "dev", bridge])
         _sh(["ip", "-n", head, "link", "set", bridge, "up"])
+        second = bridge
+        if trunk:  # the upper half's bridge, and the one capped link between the halves
+            second = f"{prefix}bb"
+            _sh(["ip", "-n", head, "link", "add", second, "type", "bridge"])
+            _sh(["ip", "-n", head, "link", "set", second, "up"])
+            _sh(["ip", "-n", head, "link", "add", f"{prefix}ta", "type", "veth", "peer", "name", f"{prefix}tb"])
+            for end, br in ((f"{prefix}ta", bridge), (f"{prefix}tb", second)):
+                _sh(["ip", "-n", head, "link", "set", end, "master", br])
+                _sh(["ip", "-n", head, "link", "set", end, "up"])
+                _sh(["ip", "netns", "exec", head, "tc", "qdisc", "add", "dev", end, "root", "tbf", "rate", trunk,
+                     "burst", "64kb", "latency", "1s"])
         addresses = {}
         for i, node in enumerate(nodes):
             outside = f"{prefix}h{i}"
             _sh(["ip", "-n", head, "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", node])
-            _sh(["ip", "-n", head, "link", "set", outside, "master", bridge])
+            _sh(["ip", "-n", head, "link", "set", outside, "master", second if i >= nnodes // 2 else bridge])
             _sh(["ip", "-n", head, "link", "set", outside, "up"])
             addresses[node] = f"{SUBNET}.{i + 1}"
             _sh(["ip", "-n", node, "addr", "add", f"{addresses[node]}/24", "dev", "eth0"])
@@ -193,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=2, help="number of nodes (default 2)")
     p.add_argument("--slots", type=int, default=2, help="slots per node in the hostfile (default 2)")
     p.add_argument("--rate", help="cap each node's link with tc tbf, e.g. 20mbit (default: no cap)")
+    p.add_argument("--trunk", help="put the upper half of the nodes behind one link capped at this rate, e.g. "
+                                    "50mbit (paper 001 Fig. 6)")
     p.add_argument("--prefix", help="name prefix of namespaces and links (default cc + pid)")
     p.add_argument("--workdir", type=Path, default=Path("netns-cluster"), help="hostfile and agent go here")
     p.add_argument("command", nargs=argparse.REMAINDER, help="command to run (after --)")
@@ -205,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"netns_cluster: {reason}", file=sys.stderr)
         return 2
     with netns_cluster(args.workdir, nnodes=args.nodes, slots=args.slots, rate=args.rate,
-                       prefix=args.prefix) as cluster:
+                       prefix=args.prefix, trunk=args.trunk) as cluster:
         env = dict(os.environ, CC_MPIRUN=shlex.join(cluster.mpirun(None)), CC_NODES=" ".join(cluster.nodes),
                    CC_HEAD=cluster.head, CC_HOSTFILE=str(cluster.hostfile), CC_AGENT=str(cluster.agent))
         return subprocess.run(command, env=env).returncode

@@ -21,10 +21,20 @@ from commcost.io.measurements import Measurement, MeasurementStore, fit_times, m
 from fit_helpers import fit_ompi_bcast
 
 
+def test_crossing_points_are_every_pair_count_at_every_size():
+    from commcost.calibration.plan import run_points
+
+    points = run_points("crossing", "tcp", 6, [8, 1024])
+    assert [(p.benchmark, p.nprocs, p.nbytes, p.tau) for p in points] == [
+        ("crossing", 6, 8, 1), ("crossing", 6, 8, 2), ("crossing", 6, 8, 3),
+        ("crossing", 6, 1024, 1), ("crossing", 6, 1024, 2), ("crossing", 6, 1024, 3)]
+
+
 def test_benchmark_names_parse_with_aliases_and_all():
     assert parse_benchmarks("pingpong,ringtau") == ("pingpong", "ringtau")
     assert parse_benchmarks("ring_tau, hvpp") == ("ringtau", "hvpp")
-    assert parse_benchmarks("all") == ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "reduction", "allreduce",
+    assert parse_benchmarks("all") == ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "crossing", "reduction",
+                                       "allreduce",
                                        "reduce", "allgather", "alltoall", "scatter", "gather")
     assert parse_benchmarks("pingpong,collectives") == ("pingpong", "allreduce", "reduce", "allgather", "alltoall",
                                                         "scatter", "gather")

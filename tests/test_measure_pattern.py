@@ -116,3 +116,29 @@ def test_node_rate_from_ring_rows_where_it_binds(tmp_path, capsys):
             assert np.isinf(rn) and "show no node limit" in printed
         else:
             assert rn == pytest.approx(expect, rel=1e-3) and "R_N = " in printed
+
+
+def test_delta_from_crossing_rows_routed_over_the_platform_network(tmp_path, capsys):
+    """Crossing rows on the four-node trunk platform (two routers of two nodes), 1 and 2 pairs, priced as eq.
+    2 plus delta l with delta = 2e-7 s/B and l = the pairs' bytes on the one link between the routers: delta
+    comes back and contention becomes topology; without a platform the fit keeps paper 001's value and says
+    why."""
+    platform = Path(__file__).resolve().parent / "data" / "netns_trunk_platform.toml"
+    csv = tmp_path / "m.csv"
+    store = MeasurementStore(csv)
+    _pingpongs(store, "shm", (0.5e-6, 2e-6), (0.2e-9, 0.1e-9), 8192)
+    _pingpongs(store, "tcp", (5e-6, 20e-6), (1e-9, 0.5e-9), 16384)
+    for m in (1024, 16384, 131072, 524288):
+        base = (5e-6 + 1e-9 * m) if m <= 16384 else (20e-6 + 0.5e-9 * m)
+        for pairs in (1, 2):
+            store.append(Measurement("crossing", 4, m, base + 2e-7 * pairs * m, channel="tcp", tau=pairs,
+                                     nnodes=4, ppn=1))
+    out = tmp_path / "p.toml"
+    assert main(["fit", str(csv), "--model", "maxrate", "--platform", str(platform), "-o", str(out)]) == 0
+    assert "delta = " in capsys.readouterr().out
+    params = load_params(out).for_model("maxrate")
+    assert params.contention == "topology"
+    assert params.contention_delta_s_per_byte == pytest.approx(2e-7, rel=1e-3)
+    assert main(["fit", str(csv), "--model", "maxrate", "-o", str(tmp_path / "q.toml")]) == 0
+    assert "need a platform with a [network]" in capsys.readouterr().out
+    assert load_params(tmp_path / "q.toml").for_model("maxrate").contention_delta_s_per_byte == 1e-10

@@ -17,9 +17,16 @@ minimizes sum (ln(T / y))^2 of eq. 2, T = alpha + a m / min(R_N, a R_b),
 a the ranks sending per node (a bounded one-dimensional search on ln R_N),
 and is kept when it lowers that loss by at least 5% against no limit (then
 on every inter-node row: the node's link limits messages of every size).
-The contention delta (eq. 5) is not identified by ping-pongs or rings on a
-switch or one shared link, where it cannot be told apart from R_N: paper
-001's 1e-10 s/B is written and said. The queue search gamma comes from
+The contention delta (eq. 5) comes from ``crossing`` rows (paper 001 Fig.
+6: k pairs across the links between two halves of the nodes, at once) on a
+platform with a ``[network]``: each row's k transmissions are placed as
+the run placed them (its ranks per node, in order), priced by the max-rate
+rows just fitted (no queue search, no contention) as T0, and l is the
+busiest link's bytes routed over the platform's network; delta >= 0 fits
+y = T0 + delta l (Huber on relative residuals) and is kept, with
+``contention = "topology"``, when it lowers their loss by at least 5%.
+Without such rows or such a platform, paper 001's 1e-10 s/B is written and
+said (on a switch or one shared link contention cannot be told from R_N). The queue search gamma comes from
 HighVolumePingPong rows (``hvpp``) where measured, else paper 001's 8.4e-9
 s, also said.
 """
@@ -43,10 +50,11 @@ def _rows(segments: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], 
     return {"short": row(first), "eager": row(first), "rend": row(last)}, float(first["nbytes_range"][1])
 
 
-def maxrate_from_pingpongs(columns: dict[str, np.ndarray], intra: set[str],
-                           benchmarks=None) -> tuple[dict[str, Any], dict[str, Any]]:
+def maxrate_from_pingpongs(columns: dict[str, np.ndarray], intra: set[str], benchmarks=None,
+                           platform=None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``[maxrate]`` section and a report (per channel: rows, points, notes) from ping-pong rows;
-    ``intra`` names the channels within a node."""
+    ``intra`` names the channels within a node; ``platform`` (with a ``[network]``) lets crossing rows
+    fit delta."""
     from commcost.calibration.from_measurements import fit_channels, fit_queue_search_channels
 
     fits = fit_channels(columns, "hockney", None, benchmarks)
@@ -99,10 +107,71 @@ def maxrate_from_pingpongs(columns: dict[str, np.ndarray], intra: set[str],
         section["queue_gamma_s"] = 8.4e-9
         report["notes"].append("no HighVolumePingPong rows: queue_gamma_s is paper 001's 8.4e-9 s "
                                "(calibrate --benchmarks hvpp measures it)")
-    section["contention_delta_s_per_byte"] = 1.0e-10
-    report["notes"].append("contention delta is paper 001's 1e-10 s/B: a switch or one shared link cannot tell "
-                           "it from R_N")
+    delta, why = fit_delta(columns, inter, section, platform)
+    if delta is None:
+        section["contention_delta_s_per_byte"] = 1.0e-10
+        report["notes"].append(why)
+    else:
+        section["contention_delta_s_per_byte"] = delta
+        section["contention"] = "topology"
+        report["contention"] = why
     return section, report
+
+
+def fit_delta(columns: dict[str, np.ndarray], channel: str, section: dict[str, Any],
+              platform) -> tuple[float | None, str]:
+    """delta from the crossing rows of ``channel`` (module docstring): (delta, how) or (None, why not)."""
+    from scipy.optimize import least_squares
+
+    from commcost.models.base import PlacedSchedule
+    from commcost.models.maxrate import MaxRate, MaxRateParams
+    from commcost.platform import Mapping
+    from commcost.schedule import Schedule
+
+    default = "contention delta is paper 001's 1e-10 s/B"
+    bench = np.asarray(columns["benchmark"]).astype(str)
+    sel = np.flatnonzero((bench == "crossing") & (np.asarray(columns["channel"]).astype(str) == channel))
+    if len(sel) == 0:
+        return None, (f"{default}: no crossing rows of {channel} (calibrate --benchmarks crossing with the "
+                      f"halves of the ranks on nodes joined through shared links)")
+    if platform is None or platform.network is None:
+        return None, (f"{default}: the crossing rows need a platform with a [network] to route their bytes "
+                      f"(--platform)")
+    params = MaxRateParams.from_dict({**section, "queue_search": "none", "contention": "none"})
+    model = MaxRate(params)
+    t0, load, y = [], [], []
+    for i in sel:
+        nprocs, pairs, m = int(columns["nprocs"][i]), int(columns["tau"][i]), float(columns["nbytes"][i])
+        ppn = columns["ppn"][i]
+        ppn = int(ppn) if np.isfinite(ppn) and ppn >= 1 else nprocs
+        src = np.arange(pairs)
+        dst = src + nprocs // 2
+        schedule = Schedule(nprocs, src, dst, np.full(pairs, m), np.zeros(pairs, np.int64), np.ones(pairs, bool),
+                            ("crossing",), name="crossing")
+        try:
+            placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, ppn))
+        except InputError as exc:
+            return None, f"{default}: a crossing row of {nprocs} ranks, {ppn} per node, does not fit the platform " \
+                         f"({exc.message})"
+        node = placed.mapping.node_of_rank
+        t0.append(model.total_time_s(placed))
+        load.append(float(platform.network.link_bytes(node[src], node[dst], schedule.nbytes).max(initial=0.0)))
+        y.append(float(columns["time_s_mean"][i]))
+    t0, load, y = np.array(t0), np.array(load), np.array(y)
+    if not np.any(load > 0):
+        return None, f"{default}: no crossing row sends over a link of the platform's network"
+
+    def residual(v: np.ndarray) -> np.ndarray:
+        return (t0 + v[0] * load - y) / y
+    scale = float(np.median(np.maximum(y - t0, 1e-12 * y)[load > 0] / load[load > 0])) or 1e-10
+    fit = least_squares(residual, [scale], bounds=([0.0], [np.inf]), loss="huber", f_scale=0.05, x_scale=[scale])
+    before = float(np.sum(np.log(t0 / y) ** 2))
+    after = float(np.sum(np.log((t0 + fit.x[0] * load) / y) ** 2))
+    if after > (1 - MIN_GAIN) * before:
+        return None, (f"{default}: the {len(sel)} crossing rows of {channel} show no link contention beyond the "
+                      f"max-rate rows (delta lowers their loss by {100 * (1 - after / max(before, 1e-300)):.0f}%)")
+    return float(fit.x[0]), (f"delta = {fit.x[0]:.4g} s/B from {len(sel)} crossing rows of {channel} routed over "
+                             f"the platform's network (loss {before:.3g} -> {after:.3g}); contention = topology")
 
 
 MIN_GAIN = 0.05  # R_N is kept when it lowers the ring rows' loss by at least this share

@@ -43,6 +43,7 @@ NOT_ONE_MESSAGE = {
     "nbft": "a root's non-blocking sends to several ranks at once (paper 004 NBFT)",
     "bcast_gather": "a broadcast followed by a gather, not one message",
     "hvpp": "many messages at once, received in order or reversed (paper 001 Algorithm 1)",
+    "crossing": "several pairs at once across the network's links (paper 001 Fig. 6)",
     "reduction": "a local reduction (MPI_Reduce_local), no message",
     "collective": "a whole collective with a forced algorithm, not one message",
 }

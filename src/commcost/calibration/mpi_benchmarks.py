@@ -255,6 +255,42 @@ def high_volume_pingpong(comm: Any, nbytes: int, count: int, *, reverse: bool = 
                      target_ci_rel=target_ci_rel, warmup=warmup)
 
 
+def crossing(comm: Any, nbytes: int, pairs: int, *, min_reps: int = 20, max_reps: int = 100_000,
+             time_budget_s: float = 1.0, target_ci_rel: float = 0.025, warmup: int = 10) -> dict[str, Any] | None:
+    """Paper 001 Fig. 6's contention test: ``pairs`` ranks of the lower half (rank i) exchange ``nbytes`` with
+    their partners i + P/2 in the upper half, all at once (MPI_Isend/MPI_Irecv, MPI_Waitall), one way then
+    back. Launched with the halves on different nodes (sequential placement), every message crosses the
+    links between them. A sample is both rounds divided by 2, timed at rank 0; the other ranks idle.
+    Statistics at rank 0."""
+    size, rank = comm.Get_size(), comm.Get_rank()
+    half = size // 2
+    if not 1 <= pairs <= half:
+        raise ValueError(f"crossing with {pairs} pairs needs {2 * pairs} ranks, have {size}")
+    buf = _buffer(nbytes)
+    active = rank < pairs or half <= rank < half + pairs
+    partner = rank + half if rank < half else rank - half
+
+    def one_way(lower_sends: bool) -> None:
+        if (rank < half) == lower_sends:
+            comm.Send([buf, MPI.BYTE], dest=partner, tag=TAG)
+        else:
+            comm.Recv([buf, MPI.BYTE], source=partner, tag=TAG)
+
+    def rounds(count: int, out: list[float] | None) -> None:
+        if not active:
+            return
+        for _ in range(count):
+            t0 = MPI.Wtime()
+            one_way(True)
+            one_way(False)
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append((t1 - t0) / 2)
+
+    return _adaptive(comm, rounds, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                     target_ci_rel=target_ci_rel, warmup=warmup)
+
+
 # ---------------------------------------------------------------- paper 004's experiments
 
 

@@ -14,6 +14,7 @@ ringtau     ``ring_tau``      max(tau, 2)  message      tau         -        - /
 nbft        ``nbft``          P            message      -           -        - / -
 bcast       ``bcast_gather``  all ranks    broadcast    -           m_s      ``bcast`` / Open MPI name
 hvpp        ``hvpp``          2            one message  messages n  -        - / ``in_order``, ``reversed``
+crossing    ``crossing``      all ranks    message      pairs k     -        - / -
 reduction   ``reduction``     1            buffer       -           -        - / ``<op>_<type>``
 allreduce,  ``collective``    all ranks    message or   -           -        the collective / Open MPI name
 reduce, ...                                block
@@ -35,10 +36,10 @@ from typing import Any, Sequence
 COLLECTIVE_BENCHMARKS = ("allreduce", "reduce", "allgather", "alltoall", "scatter", "gather")
 # the collectives the worker times as one call (forced algorithm, or the MPI's own pick with --calls)
 TIMED_COLLECTIVES = (*COLLECTIVE_BENCHMARKS, "bcast")
-BENCHMARKS = ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "reduction", *COLLECTIVE_BENCHMARKS)
+BENCHMARKS = ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "crossing", "reduction", *COLLECTIVE_BENCHMARKS)
 DEFAULT_BENCHMARKS = ("pingpong", "ringtau")
 ROW_NAMES = {"pingpong": "pingpong", "ringtau": "ring_tau", "nbft": "nbft", "bcast": "bcast_gather",
-             "hvpp": "hvpp", "reduction": "reduction", **{c: "collective" for c in COLLECTIVE_BENCHMARKS}}
+             "hvpp": "hvpp", "crossing": "crossing", "reduction": "reduction", **{c: "collective" for c in COLLECTIVE_BENCHMARKS}}
 # the reduction benchmark's (operation, datatype) pairs and buffer sizes (bytes, multiples of 8)
 REDUCTIONS = (("sum", "double"), ("sum", "int"), ("max", "double"))
 # 0 B is the call's overhead (Python, mpi4py), subtracted from the others by the fit
@@ -110,6 +111,9 @@ def run_points(benchmark: str, channel: str, procs: int, sizes: Sequence[int], *
     (an Open MPI name, forced by the launcher) at :data:`BCAST_SIZES`, all
     ranks; HighVolumePingPong n = :data:`HVPP_COUNTS` messages of
     :data:`HVPP_TOTAL` / n bytes, received in order and reversed;
+    ``crossing`` k = 1..P/2 pairs (rank i with rank i + P/2) exchanging at
+    once, at ``sizes`` (paper 001 Fig. 6: the lower half's nodes with the
+    upper half's, across the links between them);
     ``reduction`` every pair of :data:`REDUCTIONS` at :data:`REDUCTION_SIZES`
     on one rank; a collective one algorithm at :data:`COLLECTIVE_SIZES`, all
     ranks.
@@ -127,6 +131,8 @@ def run_points(benchmark: str, channel: str, procs: int, sizes: Sequence[int], *
     if benchmark == "hvpp":
         return [Point(name, channel, 2, HVPP_TOTAL // n, tau=n, algorithm=order)
                 for order in HVPP_ORDERS for n in HVPP_COUNTS]
+    if benchmark == "crossing":
+        return [Point(name, channel, procs, int(m), tau=k) for m in sizes for k in range(1, procs // 2 + 1)]
     if benchmark == "reduction":
         return [Point(name, channel, 1, m, algorithm=f"{op}_{kind}") for op, kind in REDUCTIONS
                 for m in REDUCTION_SIZES]

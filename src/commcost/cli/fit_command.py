@@ -124,6 +124,7 @@ def _fit_maxrate(args: argparse.Namespace, columns) -> int:
     from commcost.calibration.fit_maxrate import maxrate_from_pingpongs
     from commcost.io.params_file import write_params
 
+    platform = None
     if args.platform is not None:
         from commcost.io.platform_file import load_platform
 
@@ -132,7 +133,7 @@ def _fit_maxrate(args: argparse.Namespace, columns) -> int:
     else:
         intra = {"shm"}
     try:
-        section, report = maxrate_from_pingpongs(columns, intra, args.benchmark)
+        section, report = maxrate_from_pingpongs(columns, intra, args.benchmark, platform)
     except InputError as exc:
         raise exc.located(source=str(args.measurements)) from None
     meta = {"fitted_from": str(args.measurements), "model": "maxrate",
@@ -148,8 +149,9 @@ def _fit_maxrate(args: argparse.Namespace, columns) -> int:
         rows = ", ".join(f"{p} alpha {v['alpha_s'] * 1e6:.3f} us R_b {v['rate_bytes_per_s'] / 1e9:.3f} GB/s"
                          for p, v in r["rows"].items())
         print(f"  {channel:<6} -> {', '.join(r['localities'])} ({r['points']} points): {rows}")
-    if "node_rate" in report:
-        print(f"  {report['node_rate']}")
+    for key in ("node_rate", "contention"):
+        if key in report:
+            print(f"  {report[key]}")
     for note in report["notes"]:
         print(f"  note: {note}")
     return 0

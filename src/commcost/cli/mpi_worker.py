@@ -34,7 +34,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="commcost.cli.mpi_worker")
     p.add_argument("--out", required=True, help="measurements CSV to append to")
     p.add_argument("--channel", required=True, help="channel name to record (shm, tcp, ...)")
-    p.add_argument("--benchmarks", default="pingpong", help="comma-separated: pingpong,ringtau,nbft,bcast,hvpp,reduction,"
+    p.add_argument("--benchmarks", default="pingpong", help="comma-separated: pingpong,ringtau,nbft,bcast,hvpp,crossing,reduction,"
                                                              "allreduce,reduce,allgather,alltoall,scatter,gather")
     p.add_argument("--sizes", required=True, help="ping-pong and Ring_tau message sizes in bytes, comma-separated")
     p.add_argument("--algorithm", default="", help="name of the forced broadcast algorithm (bcast)")
@@ -76,6 +76,8 @@ def _measure(bench, comm, point, opts: dict):
     if point.benchmark == "hvpp":
         return bench.high_volume_pingpong(comm, point.nbytes, point.tau, reverse=point.algorithm == "reversed",
                                           **{**opts, "min_reps": min(opts["min_reps"], 10)})
+    if point.benchmark == "crossing":
+        return bench.crossing(comm, point.nbytes, point.tau, **opts)
     if point.benchmark == "reduction":
         op, dtype = point.algorithm.split("_", 1)
         return bench.reduce_local(comm, op, dtype, point.nbytes, **opts)
