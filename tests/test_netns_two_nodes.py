@@ -454,7 +454,9 @@ def test_crossing_pairs_share_the_trunk_and_delta_is_its_inverse_rate(tmp_path, 
             if m.benchmark == "crossing" and m.channel == "tcp"}
     assert {m.nnodes for m in rows.values()} == {4}
     big = 512 << 10
-    assert rows[(2, big)].time_s_median > 1.6 * rows[(1, big)].time_s_median  # two pairs share the trunk
+    # two pairs share the trunk: 1.5x-2.1x one pair measured here (2x on an idle link; the module's other
+    # cluster and 4 ranks on 2 cores disturb it), where the nodes' own links would give 1x
+    assert rows[(2, big)].time_s_median > 1.3 * rows[(1, big)].time_s_median
     capsys.readouterr()
     assert main(["fit", str(cal / "measurements.csv"), "--model", "maxrate", "--platform", str(platform),
                  "-o", str(cal / "maxrate.toml")]) == 0
