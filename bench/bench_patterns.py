@@ -49,7 +49,7 @@ def main() -> None:
     base = load_params(os.path.join(ROOT, "examples", "params", "bluewaters.toml")).for_model("maxrate")
     from dataclasses import replace
     for contention in ("cube", "topology"):
-        model = MODELS["maxrate"](replace(base, contention=contention, _arrays={}))
+        model = MODELS["maxrate"](replace(base, contention=contention))
         t0 = time.perf_counter()
         terms = model.terms(placed)[0]
         spent = time.perf_counter() - t0

@@ -39,7 +39,7 @@ def _one_phase(nprocs, src, dst, nbytes):
 
 
 def _price(platform, params, schedule, ppn=32, **settings):
-    model = MODELS["maxrate"](replace(params, _arrays={}, **settings))
+    model = MODELS["maxrate"](replace(params, **settings))
     placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, schedule.nprocs, ppn))
     return model, placed
 

@@ -113,7 +113,7 @@ def predict(schedule, platform, mapping, params, models: list[str], order: str) 
     for name in models:
         chosen = params.for_model(name)
         if name == "maxrate" and order == "in-order":
-            chosen = replace(chosen, queue_search="none", _arrays={})
+            chosen = replace(chosen, queue_search="none")
         try:
             out[name] = MODELS[name](chosen).total_time_s(placed)
         except InputError as exc:

@@ -40,7 +40,7 @@ def _postal(params):
     from commcost.models.maxrate import MaxRateRow
 
     rows = {k: MaxRateRow(r.alpha_s, r.rate_bytes_per_s) for k, r in params.rows.items()}
-    return replace(params, rows=rows, queue_search="none", contention="none", _arrays={})
+    return replace(params, rows=rows, queue_search="none", contention="none")
 
 
 def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> int:

@@ -86,7 +86,7 @@ class MaxRateParams:
     contention: str = "cube"
     settings: ClassVar[tuple[str, ...]] = ("short_max_bytes", "eager_max_bytes", "queue_gamma_s", "queue_search",
                                           "contention_delta_s_per_byte", "contention")
-    _arrays: dict = field(default_factory=dict, compare=False, repr=False)
+    _arrays: dict = field(default_factory=dict, init=False, compare=False, repr=False)  # table()'s, per instance
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MaxRateParams":
