@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -47,7 +48,6 @@ def main() -> None:
     print(f"{n:,} messages over {NPROCS:,} ranks ({len(nodes):,} nodes) built and placed in "
           f"{time.perf_counter() - t0:.2f} s")
     base = load_params(os.path.join(ROOT, "examples", "params", "bluewaters.toml")).for_model("maxrate")
-    from dataclasses import replace
     for contention in ("cube", "topology"):
         model = MODELS["maxrate"](replace(base, contention=contention))
         t0 = time.perf_counter()
