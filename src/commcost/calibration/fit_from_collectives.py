@@ -400,13 +400,13 @@ def _pick_penalty(rows: list[tuple[float, float]]) -> float:
     return float(measured[int(np.argmin([r[1] for r in rows]))] / measured.min() - 1)
 
 
-def _regime(points: Sequence[Point], collective: str) -> np.ndarray:
+def _regime(points: Sequence[Point], collective: str) -> tuple[np.ndarray, bool]:
     """The points of ``collective`` in the regime its corrections serve: the regime of its largest training
     P (across nodes or within one), since a model is asked to extrapolate upwards, and a scale learnt
     where the network is absent says nothing about where it dominates."""
     mine = [p for p in points if p.collective == collective]
     across = max(mine, key=lambda p: p.nprocs).nodes > 1
-    return np.array([p.collective == collective and (p.nodes > 1) == across for p in points])
+    return np.array([p.collective == collective and (p.nodes > 1) == across for p in points]), across
 
 
 def choose_corrections(points: Sequence[Point], modelled: np.ndarray,
@@ -423,8 +423,7 @@ def choose_corrections(points: Sequence[Point], modelled: np.ndarray,
     procs = np.array([p.nprocs for p in points])
     out: dict[str, CorrectionChoice] = {}
     for collective in sorted({p.collective for p in points} - {"p2p"}):
-        regime = _regime(points, collective)
-        across = bool(np.any([points[i].nodes > 1 for i in np.flatnonzero(regime)]))
+        regime, across = _regime(points, collective)
         scores: dict[str, list[float]] = {f: [] for f in FORMS}
         used = []
         for q in sorted(set(procs[regime].tolist()))[1:][-folds:]:
@@ -468,7 +467,7 @@ def corrections(points: Sequence[Point], modelled: np.ndarray,
     for collective, choice in choices.items():
         if not choice.keep:
             continue
-        regime = _regime(points, collective)
+        regime, _ = _regime(points, collective)
         for key in sorted(set(keys[regime].tolist())):
             mask = regime & (keys == key)
             out.setdefault(collective, {})[key.partition(".")[2]] = fit_correction(choice.form, modelled[mask],

@@ -125,8 +125,8 @@ def fit_delta(columns: dict[str, np.ndarray], channel: str, section: dict[str, A
 
     from commcost.models.base import PlacedSchedule
     from commcost.models.maxrate import MaxRate, MaxRateParams
+    from commcost.kernels.sparse import exchange_schedule
     from commcost.platform import Mapping
-    from commcost.schedule import Schedule
 
     default = "contention delta is paper 001's 1e-10 s/B"
     bench = np.asarray(columns["benchmark"]).astype(str)
@@ -146,8 +146,7 @@ def fit_delta(columns: dict[str, np.ndarray], channel: str, section: dict[str, A
         ppn = int(ppn) if np.isfinite(ppn) and ppn >= 1 else nprocs
         src = np.arange(pairs)
         dst = src + nprocs // 2
-        schedule = Schedule(nprocs, src, dst, np.full(pairs, m), np.zeros(pairs, np.int64), np.ones(pairs, bool),
-                            ("crossing",), name="crossing")
+        schedule = exchange_schedule(nprocs, src, dst, np.full(pairs, m), "crossing")
         try:
             placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, ppn))
         except InputError as exc:

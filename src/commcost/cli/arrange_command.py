@@ -116,9 +116,7 @@ def _arrange(args: argparse.Namespace) -> int:
             raise InputError(f"expected R x C = {p} processes, got {r} x {c}", where="--initial-shape")
     else:
         r, c = min(pairs, key=lambda rc: (abs(rc[0] - rc[1]), -rc[1]))
-    initial = arr.Arrangement(order.reshape(c, r).T.copy(), *arr.cost(order.reshape(c, r).T, group,
-                                                                      bandwidths.horizontal, bandwidths.vertical,
-                                                                      *volumes(r, c)))
+    initial = arr.priced(order.reshape(c, r).T.copy(), group, bandwidths.horizontal, bandwidths.vertical, volumes)
     started = time.perf_counter()
     best, rounds = arr.heuristic(order, group, bandwidths.horizontal, bandwidths.vertical, volumes)
     spent = time.perf_counter() - started

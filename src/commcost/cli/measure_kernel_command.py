@@ -120,14 +120,21 @@ def predict(schedule, network: str, params, models: list[str]) -> dict[str, floa
     return out
 
 
-def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: Path, nprocs: int,
-               result: Path) -> dict:
-    """Run the kernel under mpirun; the worker's JSON (iteration times, their sum)."""
+def local_mpirun_line(mpirun: str, nprocs: int, network: str) -> list[str]:
+    """The embedded mpirun's line for ``nprocs`` ranks on this machine, ``network`` its transport (tcp:
+    ``btl tcp,self``): oversubscribed, unbound, waiting ranks yield (ranks may outnumber cores)."""
     line = [mpirun, "-np", str(nprocs), "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         line.append("--allow-run-as-root")
     if network == "tcp":
         line += ["--mca", "btl", "tcp,self"]
+    return line
+
+
+def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: Path, nprocs: int,
+               result: Path) -> dict:
+    """Run the kernel under mpirun; the worker's JSON (iteration times, their sum)."""
+    line = local_mpirun_line(mpirun, nprocs, network)
     line += [sys.executable, "-m", "commcost.cli.kernel_worker", "--kernel", args.kernel,
              "--partition", str(partition), "--steps", str(args.steps), "--out", str(result)]
     try:

@@ -95,13 +95,9 @@ def _worker_line(args: argparse.Namespace, mpirun: str | None, level: int, order
         if args.network == "tcp":
             env["OMPI_MCA_btl"] = "tcp,self"
         return [*shlex.split(args.launcher), *program], env
-    line = [mpirun, "-np", str(args.procs), "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle",
-            "1"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        line.append("--allow-run-as-root")
-    if args.network == "tcp":
-        line += ["--mca", "btl", "tcp,self"]
-    return [*line, *program], env
+    from commcost.cli.measure_kernel_command import local_mpirun_line
+
+    return [*local_mpirun_line(mpirun, args.procs, args.network), *program], env
 
 
 def predict(schedule, platform, mapping, params, models: list[str], order: str) -> dict[str, float]:

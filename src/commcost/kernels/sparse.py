@@ -91,7 +91,7 @@ def _needed(matrix, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return key // n, key % n
 
 
-def _schedule(nprocs: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, name: str) -> Schedule:
+def exchange_schedule(nprocs: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray, name: str) -> Schedule:
     """One phase, one message per (src, dst) carrying the summed ``weight`` bytes, sends posted together
     and listed by sender."""
     key = src * nprocs + dst
@@ -105,7 +105,7 @@ def _schedule(nprocs: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
 def spmv_schedule(matrix, owner: np.ndarray, nprocs: int, value_bytes: int = 8, name: str = "spmv") -> Schedule:
     """The SpMV halo exchange: q sends r the x values of the columns r's rows use and q owns."""
     dst, col = _needed(matrix, owner)
-    return _schedule(nprocs, owner[col], dst, np.full(len(col), float(value_bytes)), name)
+    return exchange_schedule(nprocs, owner[col], dst, np.full(len(col), float(value_bytes)), name)
 
 
 def spgemm_schedule(a, owner: np.ndarray, nprocs: int, b=None, value_bytes: int = 8, index_bytes: int = 4,
@@ -117,7 +117,7 @@ def spgemm_schedule(a, owner: np.ndarray, nprocs: int, b=None, value_bytes: int 
     b = a if b is None else scipy.sparse.csr_matrix(b)
     dst, col = _needed(a, owner)
     row_nnz = np.diff(b.indptr).astype(np.float64)
-    return _schedule(nprocs, owner[col], dst, row_nnz[col] * (value_bytes + index_bytes), name)
+    return exchange_schedule(nprocs, owner[col], dst, row_nnz[col] * (value_bytes + index_bytes), name)
 
 
 @dataclass(frozen=True)

@@ -315,12 +315,11 @@ class MaxRate(Model):
 def _cube_hops(src_node: np.ndarray, dst_node: np.ndarray, per_router: int) -> np.ndarray:
     """Links between routers placed in order in the smallest cube holding them (paper 001 Fig. 8), mesh
     distances: the cube is a partition of the torus, its wrap-around links not its own."""
+    from commcost.platform.network import Torus3D
+
     routers = int(max(src_node.max(initial=0), dst_node.max(initial=0))) // per_router + 1
     side = max(1, math.ceil(round(routers ** (1.0 / 3.0), 9)))
     while side ** 3 < routers:
         side += 1
-
-    def coords(n: np.ndarray) -> np.ndarray:
-        r = n // per_router
-        return np.stack([r % side, (r // side) % side, r // (side * side)], axis=1)
-    return np.abs(coords(src_node) - coords(dst_node)).sum(axis=1)
+    cube = Torus3D((side, side, side), per_router)
+    return np.abs(cube.coords(src_node) - cube.coords(dst_node)).sum(axis=1)

@@ -42,7 +42,8 @@ import numpy as np
 
 from commcost.errors import InputError
 
-MAX_PERMUTED = 8  # runs (or columns) permuted exhaustively; beyond, adjacent swaps until no gain
+MAX_PERMUTED = 8  # runs (or columns) permuted exhaustively; a column with more runs (or a grid with more
+# columns) is left as it is by that step
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def factor_pairs(p: int, min_side: int = MIN_SIDE) -> list[tuple[int, int]]:
 Volumes = Callable[[int, int], tuple[float, float]]
 
 
-def _priced(grid: np.ndarray, group, bh, bv, volumes: Volumes) -> Arrangement:
+def priced(grid: np.ndarray, group, bh, bv, volumes: Volumes) -> Arrangement:
+    """``grid`` with its eq. 1-2 costs, h and w from ``volumes(r, c)``."""
     h, w = volumes(*grid.shape)
     return Arrangement(grid, *cost(grid, group, bh, bv, h, w))
 
@@ -111,7 +113,7 @@ def best_shape(order: np.ndarray, group, bh, bv, volumes: Volumes, min_side: int
     """Step 1: the factor pair whose column-major fill of ``order`` costs least (ties: the first found,
     fewest rows first)."""
     p = len(order)
-    return min((_priced(np.asarray(order).reshape(c, r).T.copy(), group, bh, bv, volumes)
+    return min((priced(np.asarray(order).reshape(c, r).T.copy(), group, bh, bv, volumes)
                 for r, c in factor_pairs(p, min_side)), key=lambda a: a.cost)
 
 
@@ -166,7 +168,7 @@ def rearrange(arr: Arrangement, group, bh, bv, volumes: Volumes) -> Arrangement:
             if best_cost is None or value < best_cost - 1e-12 * abs(best_cost):
                 best_perm, best_cost = perm, value
         grid = base[:, list(best_perm)]
-    return _priced(grid, group, bh, bv, volumes)
+    return priced(grid, group, bh, bv, volumes)
 
 
 def _inv_pairs(a: np.ndarray, b: np.ndarray, group, bmat) -> float:
