@@ -44,17 +44,22 @@ def test_shapes_are_two_dimensional():
 def test_ten_initial_orders_converge_to_one_cost_near_the_optimum():
     """Paper 002 section 5.1's claim on its four-cluster platform: every initial mapping reaches the same
     cost. Table 1's bandwidths differ slightly between cluster pairs, so the optima found differ in the
-    fifth digit: all within 0.01% of each other and within 0.05% of the exhaustive optimum (0.011% from
-    the sequential order)."""
+    fifth digit. The paper's procedure (column-major fill only) lands within 0.01% of one cost; with the
+    row-major fill competing too (commcost's default) the paths differ and the ten land within 0.02% of
+    each other. Either way all ten are within 0.05% of the exhaustive optimum (0.011% from the sequential
+    order)."""
     b = load_bandwidths(BANDWIDTHS)
-    rng = np.random.default_rng(0)
-    found = [heuristic(rng.permutation(12), GROUP, b.horizontal, b.vertical, _volumes)[0] for _ in range(10)]
-    costs = np.array([a.cost for a in found])
-    assert costs.max() / costs.min() - 1 < 1e-4
-    assert {a.shape for a in found} == {(6, 2)}
     optimum = exhaustive(GROUP, b.horizontal, b.vertical, _volumes)
     assert optimum.shape == (6, 2)
-    assert costs.max() / optimum.cost - 1 < 5e-4
+    for row_fill, spread in ((False, 1e-4), (True, 2e-4)):
+        rng = np.random.default_rng(0)
+        found = [heuristic(rng.permutation(12), GROUP, b.horizontal, b.vertical, _volumes, row_fill=row_fill)[0]
+                 for _ in range(10)]
+        costs = np.array([a.cost for a in found])
+        assert costs.max() / costs.min() - 1 < spread
+        assert {a.shape for a in found} == {(6, 2)}
+        assert costs.max() / optimum.cost - 1 < 5e-4
+        assert costs.min() >= optimum.cost * (1 - 1e-12)
     assert sorted(optimum.grid.reshape(-1).tolist()) == list(range(12))
 
 

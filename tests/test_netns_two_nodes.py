@@ -467,3 +467,36 @@ def test_crossing_pairs_share_the_trunk_and_delta_is_its_inverse_rate(tmp_path, 
     # faster, so the robust fit over every size lands lower: 1.06e-7 measured here
     assert 5e-8 < params.contention_delta_s_per_byte < 4e-7, out
     print(out)
+
+
+@needs_netns
+def test_arranged_rankfile_beats_the_initial_one_across_a_slow_trunk_as_predicted(tmp_path, capsys):
+    """Issue 15 item 8, paper 002 on the harness: four nodes, one rank each, two sites (nodes 0-1 and 2-3)
+    joined by one 20 Mbit/s trunk, the nodes' own links uncapped. MPDATA's 2048 x 64 x 8 domain on 2 x 2
+    makes the horizontal bars (64 KiB) 30x the vertical slices: the initial arrangement (sequential, column
+    by column: one site per column) sends the bars over the trunk, the heuristic's puts a site on each row
+    and sends the slices over it. `arrange --measure` runs both rankfiles with the harness' mpirun; every
+    rank runs on its rankfile's node, and the measured ratio is of the order predicted (24x by the
+    bandwidth cost, 20x by Hockney from the tc rates; 29.6x measured here)."""
+    from commcost.cli.main import main
+
+    reason = netns_available()
+    if reason:
+        pytest.skip(reason)
+    with netns_cluster(tmp_path / "net", nnodes=4, slots=1, trunk="20mbit", prefix="ccar") as cluster:
+        launcher = shlex.join(cluster.mpirun(4, extra=YIELD))
+        assert main(["arrange", "mpdata", "--platform", str(HERE / "data" / "netns_arrange_platform.toml"),
+                     "--bandwidths", str(HERE / "data" / "netns_arrange_bandwidths.toml"),
+                     "--params", str(HERE / "data" / "netns_arrange_params.toml"), "--domain", "2048x64x8",
+                     "--out", str(tmp_path / "out"), "--measure", "--launcher", launcher, "--steps", "3",
+                     "--repeat", "5", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["initial"]["groups"] == [["A", "B"], ["A", "B"]]
+    assert out["heuristic"]["groups"] in ([["A", "A"], ["B", "B"]], [["B", "B"], ["A", "A"]])
+    measured = out["measured"]
+    for label, run in measured["runs"].items():
+        assert run["hosts"] == sum(out[label]["grid"], [])  # each rank ran where its rankfile put it
+    predicted = measured["predicted_ratio"]
+    assert predicted["bandwidths"] > 10 and predicted["hockney"] > 10
+    assert 0.33 < measured["ratio"] / predicted["bandwidths"] < 3
+    print(json.dumps({k: measured[k] for k in ("ratio", "predicted_ratio")}))

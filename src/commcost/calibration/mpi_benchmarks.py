@@ -21,7 +21,10 @@ each point, timing at the root with ``MPI.Wtime``, and repetitions until the
 * :func:`collective`: one collective (allreduce, reduce, allgather,
   alltoall, scatter, gather, bcast) with whatever algorithm the launcher
   forced or the MPI's own selection picks, between barriers (issue 7 item 3,
-  paper 004 section 5.2's method; ``commcost verify``).
+  paper 004 section 5.2's method; ``commcost verify``);
+* :func:`mpdata_halo`: MPDATA's halo exchange on a periodic MPI_Cart grid,
+  non-contiguous bars left/right then contiguous slices up/down (paper 002
+  section 3; ``commcost arrange --measure``).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def world() -> Any:
 
 def library_version() -> str:
     """The first line of ``MPI.Get_library_version()``, e.g. ``Open MPI v5.0.11, package: ...``."""
-    text = MPI.Get_library_version().strip()
+    text = MPI.Get_library_version().strip().strip("\x00").strip()
     return text.splitlines()[0].strip() if text else ""
 
 
@@ -475,3 +478,88 @@ def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_rep
 
     return _adaptive(comm, samples, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
                      target_ci_rel=target_ci_rel, warmup=warmup)
+
+
+# ---------------------------------------------------------------- paper 002's experiment
+
+
+def mpdata_halo(comm: Any, dims: tuple[int, int], local: tuple[int, int, int], halo: tuple[int, int], *,
+                steps: int = 10, repeat: int = 5, warmup: int = 2) -> dict[str, Any] | None:
+    """MPDATA's halo exchange (paper 002 section 3) on a periodic ``dims`` = (r, c) MPI_Cart grid made without
+    reordering (cart rank = world rank, row-major), as an application placed by a rankfile runs it.
+
+    Each rank holds a C-ordered ``float64`` array of (nB + 2 ihalo) x (mB + 2 jhalo) x l, ``local`` =
+    (nB, mB, l). A step sends the bars ``nB x jhalo x l`` (non-contiguous: an MPI subarray type) to the left
+    and right neighbours, waits, then the slices ``ihalo x (jhalo + mB + jhalo) x l`` (contiguous) up and
+    down, waits; neighbours along a single row or column are skipped (they would be the rank itself). A
+    sample is ``steps`` steps after a barrier, divided by ``steps``; a run's time is the slowest rank's.
+    At rank 0: ``runs_s`` (per sample), ``time_s`` (their median), ``hosts`` (each rank's processor name,
+    by rank), ``h_nbytes`` and ``w_nbytes``; None elsewhere."""
+    r, c = dims
+    if comm.Get_size() != r * c:
+        raise ValueError(f"a {r} x {c} grid needs {r * c} ranks, this run has {comm.Get_size()}")
+    nb, mb, depth = local
+    ih, jh = halo
+    cart = comm.Create_cart([r, c], periods=[True, True], reorder=False)
+    shape = [nb + 2 * ih, mb + 2 * jh, depth]
+    field = np.zeros(shape, dtype=np.float64)
+
+    def sub(sizes: list[int], starts: list[int]) -> Any:
+        return MPI.DOUBLE.Create_subarray(shape, sizes, starts, order=MPI.ORDER_C).Commit()
+
+    bar, slab = [nb, jh, depth], [ih, mb + 2 * jh, depth]
+    # (send region, receive region, neighbour) for left, right, up, down
+    left, right = cart.Shift(1, 1)
+    up, down = cart.Shift(0, 1)
+    horizontal = [(sub(bar, [ih, jh, 0]), sub(bar, [ih, 0, 0]), left),
+                  (sub(bar, [ih, mb, 0]), sub(bar, [ih, mb + jh, 0]), right)] if c > 1 else []
+    vertical = [(sub(slab, [ih, 0, 0]), sub(slab, [0, 0, 0]), up),
+                (sub(slab, [nb, 0, 0]), sub(slab, [nb + ih, 0, 0]), down)] if r > 1 else []
+
+    def exchange(plan: list) -> None:
+        """Entry k sends toward its peer tagged k and fills its halo from the same peer with what that peer
+        sent the other way (tag 1 - k): with two columns (rows) both peers are one rank, the tags tell the
+        two messages apart."""
+        if not plan:
+            return
+        requests = [cart.Irecv([field, 1, recv_type], source=peer, tag=TAG + 1 - k)
+                    for k, (_, recv_type, peer) in enumerate(plan)]
+        requests += [cart.Isend([field, 1, send_type], dest=peer, tag=TAG + k)
+                     for k, (send_type, _, peer) in enumerate(plan)]
+        MPI.Request.Waitall(requests)
+
+    def samples(count: int, out: list[float] | None) -> None:
+        for _ in range(count):
+            cart.Barrier()
+            t0 = MPI.Wtime()
+            for _ in range(steps):
+                exchange(horizontal)
+                exchange(vertical)
+            t1 = MPI.Wtime()
+            if out is not None:
+                out.append((t1 - t0) / steps)
+
+    # one checked step first: every halo holds the neighbour the grid says (each rank's interior is its rank)
+    field[ih:ih + nb, jh:jh + mb, :] = cart.Get_rank()
+    exchange(horizontal)
+    exchange(vertical)
+    checks = [(field[ih:ih + nb, :jh], left), (field[ih:ih + nb, mb + jh:], right)] if c > 1 else []
+    checks += [(field[:ih, jh:jh + mb], up), (field[nb + ih:, jh:jh + mb], down)] if r > 1 else []
+    for halo_values, peer in checks:
+        if not np.all(halo_values == peer):
+            raise RuntimeError(f"rank {cart.Get_rank()}: a halo from rank {peer} holds other data")
+    samples(warmup, None)
+    local_runs: list[float] = []
+    samples(repeat, local_runs)
+    runs = cart.gather(local_runs, root=0)
+    hosts = cart.gather(MPI.Get_processor_name(), root=0)
+    for plan in (horizontal, vertical):
+        for send_type, recv_type, _ in plan:
+            send_type.Free()
+            recv_type.Free()
+    cart.Free()
+    if comm.Get_rank() != 0:
+        return None
+    worst = np.max(np.array(runs, dtype=np.float64), axis=0)
+    return {"runs_s": worst.tolist(), "time_s": float(np.median(worst)), "hosts": hosts,
+            "h_nbytes": nb * jh * depth * 8, "w_nbytes": ih * (mb + 2 * jh) * depth * 8}

@@ -10,12 +10,29 @@ filled column by column into ``--initial-shape`` (default the squarest
 r x c with r <= c); the heuristic (:mod:`commcost.partition.arrangement`)
 starts from the same order. Prints both with cost_H, cost_V and their
 ratio; ``--exhaustive`` (p <= 12) adds the optimum and the heuristic's gap.
+
+``--params`` prices MPDATA's halo-exchange schedule
+(:mod:`commcost.kernels.mpdata`, one time step) of each arrangement under
+the models of that file on the platform, and says where a model ranks the
+arrangements otherwise than the bandwidth cost does. ``--out DIR`` writes
+what a user deploys: an Open MPI rankfile per arrangement (MPI_Cart rank
+``i * c + j`` on the node of the process at cell (i, j)), the reorder file
+(the key of each sequentially launched rank for ``MPI_Comm_split``), a PNG
+of the arrangements coloured by group and ``arrangement.json``.
+``--measure`` then runs the halo exchange for real (mpi4py,
+:mod:`commcost.cli.halo_worker`) under each rankfile, checks every rank ran
+on the node its rankfile names, and prints measured against predicted
+ratios; each run's result is written as it is taken and reused when the
+command runs again.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -27,8 +44,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("application", choices=["mpdata"], help="the 2D data-parallel code (MPDATA's halo exchange)")
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
     p.add_argument("--bandwidths", required=True, type=Path, help="horizontal/vertical bandwidths between groups")
-    p.add_argument("--level", help="group level of the platform the bandwidths name (default: the outermost; "
-                                   "'node': one group per node)")
+    p.add_argument("--level", help="group level of the platform the bandwidths name (default: the outermost "
+                                   "whose groups the bandwidths all name; 'node': one group per node)")
     p.add_argument("--ppn", type=int, default=1, help="processes per node (default 1)")
     p.add_argument("--domain", default="512x512x64", help="n x m x l grid points (default 512x512x64)")
     p.add_argument("--halo", default="1x1", help="ihalo x jhalo halo widths (default 1x1)")
@@ -37,6 +54,17 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="initial linear order: sequential, round-robin (over groups) or random:SEED")
     p.add_argument("--initial-shape", help="R x C of the initial arrangement (default the squarest, R <= C)")
     p.add_argument("--exhaustive", action="store_true", help="also the optimum over every placement (p <= 12)")
+    p.add_argument("--params", type=Path, help="also price each arrangement's halo exchange under these models")
+    p.add_argument("--model", action="append", help="with --params: model to price with (repeatable; default all)")
+    p.add_argument("--out", type=Path, help="write rankfiles, the reorder file, a PNG and arrangement.json here")
+    p.add_argument("--measure", action="store_true",
+                   help="with --out: run the halo exchange under each rankfile with MPI and compare with predictions")
+    p.add_argument("--launcher", help="with --measure: the mpirun line to place ranks with (no program; "
+                                      "default the embedded mpirun on this machine, -np P)")
+    p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
+    p.add_argument("--steps", type=int, default=5, help="with --measure: time steps per sample (default 5)")
+    p.add_argument("--repeat", type=int, default=5, help="with --measure: timed samples (default 5)")
+    p.add_argument("--timeout", type=float, default=300.0, help="with --measure: seconds per MPI run (default 300)")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
 
 
@@ -49,6 +77,15 @@ def _ints(text: str, count: int, where: str) -> tuple[int, ...]:
     if len(values) != count or any(v < 1 for v in values):
         raise InputError(f"expected {'x'.join(['N'] * count)} with positive integers, got {text!r}", where=where)
     return values
+
+
+def _default_level(platform, groups) -> str:
+    """The level (of the platform's, then 'node') whose groups the bandwidths name most completely; ties go
+    to the outermost."""
+    named = set(groups)
+    candidates = [(lv, {node.groups[d] for node in platform.nodes}) for d, lv in enumerate(platform.levels)]
+    candidates = [*reversed(candidates), ("node", {node.name for node in platform.nodes})]
+    return max(candidates, key=lambda item: len(item[1] & named) / len(item[1]))[0]
 
 
 def _order(initial: str, group, rng_seed=None):
@@ -90,7 +127,7 @@ def _arrange(args: argparse.Namespace) -> int:
     halo = _ints(args.halo, 2, "--halo")
     if args.ppn < 1 or args.value_bytes < 1:
         raise InputError("expected --ppn and --value-bytes >= 1", where="--ppn" if args.ppn < 1 else "--value-bytes")
-    level = args.level or (platform.levels[-1] if platform.levels else "node")
+    level = args.level or _default_level(platform, bandwidths.groups)
     if level != "node" and level not in platform.levels:
         raise InputError(f"expected 'node' or one of the platform's levels {list(platform.levels)}, got {level!r}",
                          where="--level")
@@ -125,16 +162,35 @@ def _arrange(args: argparse.Namespace) -> int:
            "initial": _described(initial, names, bandwidths.groups, group),
            "heuristic": {**_described(best, names, bandwidths.groups, group), "rounds": rounds, "seconds": spent},
            "ratio": initial.cost / best.cost}
+    arrangements = {"initial": initial, "heuristic": best}
     if args.exhaustive:
         started = time.perf_counter()
         optimum = arr.exhaustive(group, bandwidths.horizontal, bandwidths.vertical, volumes)
+        arrangements["optimum"] = optimum
         out["exhaustive"] = {**_described(optimum, names, bandwidths.groups, group),
                              "placements_per_shape": arr.placements_count(group),
                              "seconds": time.perf_counter() - started,
                              "heuristic_gap_pct": 100 * (best.cost / optimum.cost - 1)}
+    node_of_process = np.repeat(np.arange(len(platform.nodes)), args.ppn)
+    mappings = {label: _mapping(a, node_of_process) for label, a in arrangements.items()}
+    if args.params is not None:
+        out["models"] = _priced_by_models(args, arrangements, mappings, platform, volumes)
+        out["disagreements"] = _disagreements(arrangements, out["models"])
+    if args.out is not None:
+        out["files"] = _write_outputs(args, out, arrangements, mappings, platform, names, bandwidths.groups, group)
+    if args.measure:
+        out["measured"] = _measure(args, out, arrangements, mappings, platform, domain, halo)
+    if args.out is not None:
+        (args.out / "arrangement.json").write_text(json.dumps(out, indent=2))
     if args.format == OutputFormat.JSON.value:
         print(json.dumps(out, indent=2))
         return 0
+    _print_table(args, out, domain, halo, p, level, rounds, spent)
+    return 0
+
+
+def _print_table(args: argparse.Namespace, out: dict, domain, halo, p: int, level: str, rounds: int,
+                 spent: float) -> None:
     print(f"{args.application} on {p} processes of {args.platform} (groups: {level}), domain "
           f"{'x'.join(map(str, domain))}, halo {'x'.join(map(str, halo))}")
     rows = [("initial", out["initial"]), ("heuristic", out["heuristic"])]
@@ -150,4 +206,143 @@ def _arrange(args: argparse.Namespace) -> int:
         print(f"  heuristic above the optimum by {out['exhaustive']['heuristic_gap_pct']:.4f}% "
               f"({out['exhaustive']['placements_per_shape']:,} placements per shape, "
               f"{out['exhaustive']['seconds']:.1f} s)")
-    return 0
+    for model, times in out.get("models", {}).items():
+        print(f"  {model:<10} one step: " + ", ".join(f"{label} {t:.4g} s" for label, t in times.items())
+              + f"  (initial / heuristic {times['initial'] / times['heuristic']:.2f}x)")
+    for line in out.get("disagreements", []):
+        print(f"  note: {line}")
+    if "measured" in out:
+        m = out["measured"]
+        print("  measured one step: " + ", ".join(f"{label} {v['time_s']:.4g} s" for label, v in m["runs"].items())
+              + f"  (initial / heuristic {m['ratio']:.2f}x measured; predicted "
+              + ", ".join(f"{k} {v:.2f}x" for k, v in m["predicted_ratio"].items()) + ")")
+    for kind, path in out.get("files", {}).items():
+        print(f"  wrote {kind}: {path}")
+
+
+def _mapping(arrangement, node_of_process):
+    """MPI_Cart rank k = i * c + j (row-major) on the node of the process at cell (i, j)."""
+    from commcost.platform import Mapping
+
+    return Mapping.on_nodes(node_of_process[arrangement.grid.reshape(-1)], "arrangement")
+
+
+def _priced_by_models(args, arrangements, mappings, platform, volumes) -> dict[str, dict[str, float]]:
+    """Seconds of one MPDATA time step of each arrangement under each model of ``--params``."""
+    from commcost.cli.measure_kernel_command import params_and_models
+    from commcost.kernels.mpdata import halo_schedule
+    from commcost.models import MODELS, PlacedSchedule
+
+    params, models = params_and_models(args)
+    out: dict[str, dict[str, float]] = {}
+    for name in models:
+        model = MODELS[name](params.for_model(name))
+        out[name] = {}
+        for label, a in arrangements.items():
+            schedule = halo_schedule(*a.shape, *volumes(*a.shape))
+            out[name][label] = model.price(PlacedSchedule.of(schedule, platform, mappings[label])).time_s
+    return out
+
+
+def _disagreements(arrangements, models: dict[str, dict[str, float]]) -> list[str]:
+    """Where a model orders two arrangements otherwise than the bandwidth cost (eq. 1-3) does."""
+    lines = []
+    labels = list(arrangements)
+    for name, times in models.items():
+        for i, a in enumerate(labels):
+            for b in labels[i + 1:]:
+                by_cost = arrangements[a].cost - arrangements[b].cost
+                by_model = times[a] - times[b]
+                if by_cost * by_model < 0 and abs(by_model) > 1e-9 * max(times[a], times[b]):
+                    better, worse = (a, b) if by_model < 0 else (b, a)
+                    lines.append(f"{name} ranks the {better} arrangement ahead of the {worse} one "
+                                 f"({times[better]:.4g} s vs {times[worse]:.4g} s per step); the bandwidth cost "
+                                 f"says the opposite ({arrangements[better].cost:.4g} vs "
+                                 f"{arrangements[worse].cost:.4g})")
+    return lines
+
+
+def _write_outputs(args, out, arrangements, mappings, platform, names, group_names, group) -> dict[str, str]:
+    """Rankfiles, the heuristic's reorder file and the PNG in ``--out``; their paths by kind."""
+    from commcost.io.mapping_file import rankfile_text, reorder_text
+    from commcost.report.arrangement_plot import plot_arrangements
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for label, mapping in mappings.items():
+        path = args.out / f"{label}.rankfile"
+        path.write_text(rankfile_text(mapping, platform))
+        files[f"{label} rankfile"] = str(path)
+    path = args.out / "heuristic.order"
+    path.write_text(reorder_text(arrangements["heuristic"].grid.reshape(-1)))
+    files["reorder file"] = str(path)
+    panels = [(f"{label} {a.shape[0]} x {a.shape[1]}: {a.cost:.4g} s", _described(a, names, group_names, group)["grid"],
+               _described(a, names, group_names, group)["groups"]) for label, a in arrangements.items()]
+    path = args.out / "arrangement.png"
+    plot_arrangements(panels, path)
+    files["plot"] = str(path)
+    files["json"] = str(args.out / "arrangement.json")
+    return files
+
+
+def _measure(args, out, arrangements, mappings, platform, domain, halo) -> dict:
+    """Run the halo exchange under each rankfile (reusing a result already written for the same run); the
+    measured seconds per step and the measured and predicted initial / heuristic ratios."""
+    import math
+
+    from commcost.cli.calibrate_command import find_mpirun
+    from commcost.cli.measure_kernel_command import local_mpirun_line
+
+    if args.out is None:
+        raise InputError("--measure writes rankfiles and results: expected --out DIR", where="--measure")
+    if args.steps < 1 or args.repeat < 1:
+        raise InputError("expected --steps and --repeat >= 1", where="--steps" if args.steps < 1 else "--repeat")
+    if args.value_bytes != 8:
+        raise InputError("the measured halo exchange sends float64 values: expected --value-bytes 8",
+                         where="--value-bytes")
+    runs = {}
+    for label in ("initial", "heuristic"):
+        a = arrangements[label]
+        r, c = a.shape
+        local = [math.ceil(domain[0] / r), math.ceil(domain[1] / c), domain[2]]
+        result = args.out / f"measured_{label}.json"
+        wanted = {"dims": [r, c], "local": local, "halo": list(halo), "steps": args.steps}
+        if result.exists():
+            try:
+                previous = json.loads(result.read_text())
+            except (OSError, ValueError):
+                previous = {}
+            if all(previous.get(k) == v for k, v in wanted.items()):
+                runs[label] = previous
+                print(f"commcost arrange: reused {result}", file=sys.stderr)
+                continue
+        launcher = (shlex.split(args.launcher) if args.launcher else
+                    local_mpirun_line(find_mpirun(args.mpirun), r * c, "shm"))
+        line = [*launcher, "--map-by", f"rankfile:file={out['files'][f'{label} rankfile']}", sys.executable, "-m",
+                "commcost.cli.halo_worker", "--dims", f"{r}x{c}", "--local", "x".join(map(str, local)),
+                "--halo", "x".join(map(str, halo)), "--steps", str(args.steps), "--repeat", str(args.repeat),
+                "--out", str(result)]
+        result.unlink(missing_ok=True)
+        try:
+            done = subprocess.run(line, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            raise InputError(f"the MPI run of the {label} arrangement did not finish in {args.timeout:g} s",
+                             where="--timeout") from None
+        if done.returncode != 0 or not result.exists():
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise InputError(f"the MPI run of the {label} arrangement failed (exit {done.returncode}): {last}",
+                             where="--launcher" if args.launcher else "--mpirun")
+        runs[label] = json.loads(result.read_text())
+        expected = [platform.nodes[n].name for n in mappings[label].node_of_rank]
+        wrong = [k for k, (h, e) in enumerate(zip(runs[label]["hosts"], expected)) if h != e]
+        if wrong:
+            k = wrong[0]
+            raise InputError(f"rank {k} of the {label} arrangement ran on {runs[label]['hosts'][k]!r}, its rankfile "
+                             f"places it on {expected[k]!r}: the launcher did not follow the rankfile",
+                             source=out["files"][f"{label} rankfile"])
+    ratio = runs["initial"]["time_s"] / runs["heuristic"]["time_s"]
+    predicted = {"bandwidths": out["ratio"]}
+    for model, times in out.get("models", {}).items():
+        predicted[model] = times["initial"] / times["heuristic"]
+    return {"runs": {k: {"time_s": v["time_s"], "runs_s": v["runs_s"], "hosts": v["hosts"]} for k, v in runs.items()},
+            "ratio": ratio, "predicted_ratio": predicted}

@@ -92,3 +92,25 @@ def rankfile_text(mapping: Mapping, platform: Platform) -> str:
         slot = f"{first}" if first == last else f"{first}-{last}"
         lines.append(f"rank {rank}={platform.nodes[node].name} slot={slot}\n")
     return "".join(lines)
+
+
+def reorder_text(process_at_rank: np.ndarray) -> str:
+    """A reorder file: line q holds the new rank of the process started as rank q (``process_at_rank[k]``
+    is the process that new rank k is), the key to pass to ``MPI_Comm_split(MPI_COMM_WORLD, 0, key,
+    &reordered)`` before ``MPI_Cart_create(reordered, ..., reorder = 0)``.
+
+    ::
+
+        # new rank of each launched rank, one per line (line 1: rank 0)
+        0
+        2
+        1
+        3
+    """
+    order = np.asarray(process_at_rank, dtype=np.int64)
+    if sorted(order.tolist()) != list(range(len(order))):
+        raise ValueError("expected a permutation of the ranks")
+    new_rank = np.empty_like(order)
+    new_rank[order] = np.arange(len(order))
+    return "# new rank of each launched rank, one per line (line 1: rank 0)\n" + "".join(
+        f"{int(k)}\n" for k in new_rank)

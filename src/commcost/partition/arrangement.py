@@ -22,7 +22,8 @@ traffic. With ``min_side = 1`` such self-exchanges cost nothing.
 
 The heuristic (section 4.2): starting from a linear order in which each
 group's processes are adjacent, (1) the best shape r x c for that order,
-filled column by column; (2) per column, the permutation of its groups'
+filled column by column (and, beyond the paper, row by row: see
+:func:`best_shape`); (2) per column, the permutation of its groups'
 runs that minimizes the vertical cost of the first column, then the
 vertical + horizontal cost of the first k columns; then the best
 permutation of whole columns; the new column-major order goes back to (1)
@@ -109,12 +110,19 @@ def priced(grid: np.ndarray, group, bh, bv, volumes: Volumes) -> Arrangement:
     return Arrangement(grid, *cost(grid, group, bh, bv, h, w))
 
 
-def best_shape(order: np.ndarray, group, bh, bv, volumes: Volumes, min_side: int = MIN_SIDE) -> Arrangement:
+def best_shape(order: np.ndarray, group, bh, bv, volumes: Volumes, min_side: int = MIN_SIDE,
+               row_fill: bool = True) -> Arrangement:
     """Step 1: the factor pair whose column-major fill of ``order`` costs least (ties: the first found,
-    fewest rows first)."""
+    fewest rows first). With ``row_fill`` (beyond paper 002, which fills column by column only) each
+    shape's row-major fill competes too: a group then lies along a row, which is what a grid needs when
+    the horizontal messages are the big ones and every column has a single run (step 2 has nothing to
+    permute there)."""
     p = len(order)
-    return min((priced(np.asarray(order).reshape(c, r).T.copy(), group, bh, bv, volumes)
-                for r, c in factor_pairs(p, min_side)), key=lambda a: a.cost)
+    order = np.asarray(order)
+    grids = [order.reshape(c, r).T.copy() for r, c in factor_pairs(p, min_side)]
+    if row_fill:
+        grids += [order.reshape(r, c).copy() for r, c in factor_pairs(p, min_side)]
+    return min((priced(g, group, bh, bv, volumes) for g in grids), key=lambda a: a.cost)
 
 
 def _runs(column: np.ndarray, group: np.ndarray) -> list[np.ndarray]:
@@ -177,7 +185,7 @@ def _inv_pairs(a: np.ndarray, b: np.ndarray, group, bmat) -> float:
 
 
 def heuristic(order: np.ndarray, group: np.ndarray, bh: np.ndarray, bv: np.ndarray, volumes: Volumes,
-              max_rounds: int = 50, min_side: int = MIN_SIDE) -> tuple[Arrangement, int]:
+              max_rounds: int = 50, min_side: int = MIN_SIDE, row_fill: bool = True) -> tuple[Arrangement, int]:
     """Paper 002 section 4.2 from the linear ``order`` (each group's processes adjacent, else they are
     gathered first, stably): steps 1 and 2 until the column-major order repeats; returns the best
     arrangement seen and the rounds run."""
@@ -190,7 +198,7 @@ def heuristic(order: np.ndarray, group: np.ndarray, bh: np.ndarray, bv: np.ndarr
     best = None
     rounds = 0
     for rounds in range(1, max_rounds + 1):
-        shaped = best_shape(order, group, bh, bv, volumes, min_side)
+        shaped = best_shape(order, group, bh, bv, volumes, min_side, row_fill)
         arranged = rearrange(shaped, group, bh, bv, volumes)
         for a in (shaped, arranged):
             if best is None or a.cost < best.cost - 1e-12 * best.cost:
