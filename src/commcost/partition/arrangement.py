@@ -23,7 +23,7 @@ traffic. With ``min_side = 1`` such self-exchanges cost nothing.
 The heuristic (section 4.2): starting from a linear order in which each
 group's processes are adjacent, (1) the best shape r x c for that order,
 filled column by column (and, beyond the paper, row by row: see
-:func:`best_shape`); (2) per column, the permutation of its groups'
+:func:`best_shape`; step 2 then runs along rows too, :func:`rearrange_rows`); (2) per column, the permutation of its groups'
 runs that minimizes the vertical cost of the first column, then the
 vertical + horizontal cost of the first k columns; then the best
 permutation of whole columns; the new column-major order goes back to (1)
@@ -179,6 +179,17 @@ def rearrange(arr: Arrangement, group, bh, bv, volumes: Volumes) -> Arrangement:
     return priced(grid, group, bh, bv, volumes)
 
 
+def rearrange_rows(arr: Arrangement, group, bh, bv, volumes: Volumes) -> Arrangement:
+    """:func:`rearrange` along rows (beyond paper 002): the transposed grid, with the horizontal and vertical
+    bandwidths and volumes exchanged, rearranged column by column and transposed back."""
+    def swapped(r: int, c: int) -> tuple[float, float]:
+        h, w = volumes(c, r)
+        return w, h
+
+    t = rearrange(Arrangement(arr.grid.T.copy(), arr.cost_v, arr.cost_h), group, bv, bh, swapped)
+    return priced(t.grid.T.copy(), group, bh, bv, volumes)
+
+
 def _inv_pairs(a: np.ndarray, b: np.ndarray, group, bmat) -> float:
     with np.errstate(divide="ignore"):
         return float(np.where(a != b, 1.0 / bmat[group[a], group[b]], 0.0).sum())
@@ -200,6 +211,9 @@ def heuristic(order: np.ndarray, group: np.ndarray, bh: np.ndarray, bv: np.ndarr
     for rounds in range(1, max_rounds + 1):
         shaped = best_shape(order, group, bh, bv, volumes, min_side, row_fill)
         arranged = rearrange(shaped, group, bh, bv, volumes)
+        if row_fill:  # the same step along rows: runs permuted row by row, then whole rows
+            across = rearrange_rows(arranged, group, bh, bv, volumes)
+            arranged = across if across.cost < arranged.cost - 1e-12 * arranged.cost else arranged
         for a in (shaped, arranged):
             if best is None or a.cost < best.cost - 1e-12 * best.cost:
                 best = a
