@@ -276,8 +276,9 @@ def _write_outputs(args, out, arrangements, mappings, platform, names, group_nam
     path = args.out / "heuristic.order"
     path.write_text(reorder_text(arrangements["heuristic"].grid.reshape(-1)))
     files["reorder file"] = str(path)
-    panels = [(f"{label} {a.shape[0]} x {a.shape[1]}: {a.cost:.4g} s", _described(a, names, group_names, group)["grid"],
-               _described(a, names, group_names, group)["groups"]) for label, a in arrangements.items()]
+    described = {label: _described(a, names, group_names, group) for label, a in arrangements.items()}
+    panels = [(f"{label} {a.shape[0]} x {a.shape[1]}: {a.cost:.4g} s", described[label]["grid"],
+               described[label]["groups"]) for label, a in arrangements.items()]
     path = args.out / "arrangement.png"
     plot_arrangements(panels, path)
     files["plot"] = str(path)
