@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -292,7 +291,7 @@ def _measure(args, out, arrangements, mappings, platform, domain, halo) -> dict:
     import math
 
     from commcost.cli.calibrate_command import find_mpirun
-    from commcost.cli.measure_kernel_command import local_mpirun_line
+    from commcost.cli.measure_kernel_command import local_mpirun_line, run_rank_program
 
     if args.out is None:
         raise InputError("--measure writes rankfiles and results: expected --out DIR", where="--measure")
@@ -324,16 +323,8 @@ def _measure(args, out, arrangements, mappings, platform, domain, halo) -> dict:
                 "--halo", "x".join(map(str, halo)), "--steps", str(args.steps), "--repeat", str(args.repeat),
                 "--out", str(result)]
         result.unlink(missing_ok=True)
-        try:
-            done = subprocess.run(line, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            raise InputError(f"the MPI run of the {label} arrangement did not finish in {args.timeout:g} s",
-                             where="--timeout") from None
-        if done.returncode != 0 or not result.exists():
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise InputError(f"the MPI run of the {label} arrangement failed (exit {done.returncode}): {last}",
-                             where="--launcher" if args.launcher else "--mpirun")
-        runs[label] = json.loads(result.read_text())
+        runs[label] = run_rank_program(line, result, args.timeout, f"the MPI run of the {label} arrangement",
+                                       where="--launcher" if args.launcher else "--mpirun")
         expected = [platform.nodes[n].name for n in mappings[label].node_of_rank]
         wrong = [k for k, (h, e) in enumerate(zip(runs[label]["hosts"], expected)) if h != e]
         if wrong:

@@ -131,20 +131,28 @@ def local_mpirun_line(mpirun: str, nprocs: int, network: str) -> list[str]:
     return line
 
 
+def run_rank_program(line: list[str], result: Path, timeout: float, what: str = "the MPI run", env=None,
+                     **located) -> dict:
+    """Run ``line`` (a launcher and a rank program that writes ``result``); the JSON it wrote. A timeout is
+    an error at ``--timeout``; a failure (non-zero exit or no result) names ``what``, the exit status and
+    stderr's last line, located by ``located`` (``where=`` or ``source=``)."""
+    try:
+        done = subprocess.run(line, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{what} did not finish in {timeout:g} s", where="--timeout") from None
+    if done.returncode != 0 or not result.exists():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError(f"{what} failed (exit {done.returncode}): {last}", **located)
+    return json.loads(result.read_text())
+
+
 def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: Path, nprocs: int,
                result: Path) -> dict:
     """Run the kernel under mpirun; the worker's JSON (iteration times, their sum)."""
     line = local_mpirun_line(mpirun, nprocs, network)
     line += [sys.executable, "-m", "commcost.cli.kernel_worker", "--kernel", args.kernel,
              "--partition", str(partition), "--steps", str(args.steps), "--out", str(result)]
-    try:
-        done = subprocess.run(line, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        raise InputError(f"the MPI run did not finish in {args.timeout:g} s", where="--timeout") from None
-    if done.returncode != 0 or not result.exists():
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise InputError(f"the MPI run failed (exit {done.returncode}): {last}", source=str(partition))
-    return json.loads(result.read_text())
+    return run_rank_program(line, result, args.timeout, source=str(partition))
 
 
 @command("measure-kernel", "run SUMMA or Wave2D's communication with MPI and compare with predictions (paper 000)",

@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -121,7 +120,7 @@ def predict(schedule, platform, mapping, params, models: list[str], order: str) 
                             "(paper 001)", _configure)
 def _measure_pattern(args: argparse.Namespace) -> int:
     from commcost.cli.calibrate_command import find_mpirun
-    from commcost.cli.measure_kernel_command import params_and_models, report_runs
+    from commcost.cli.measure_kernel_command import params_and_models, report_runs, run_rank_program
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.report.kernel_validation import KernelRun
 
@@ -147,15 +146,8 @@ def _measure_pattern(args: argparse.Namespace) -> int:
                 how = "reused"
             else:
                 line, env = _worker_line(args, mpirun, level.index, order, result)
-                try:
-                    done = subprocess.run(line, capture_output=True, text=True, timeout=args.timeout, env=env)
-                except subprocess.TimeoutExpired:
-                    raise InputError(f"the MPI run did not finish in {args.timeout:g} s", where="--timeout") from None
-                if done.returncode != 0 or not result.exists():
-                    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                    raise InputError(f"the MPI run of level {level.index} failed (exit {done.returncode}): {last}",
-                                     where="--launcher" if args.launcher else "mpirun")
-                measured = json.loads(result.read_text())
+                measured = run_rank_program(line, result, args.timeout, f"the MPI run of level {level.index}", env,
+                                            where="--launcher" if args.launcher else "mpirun")
                 how = "measured"
             run = KernelRun(f"{args.pattern}-{order}", args.network, f"level {level.index}", args.procs, level.rows,
                             measured["time_s"], predict(level.schedule, platform, mapping, params, models, order))

@@ -23,10 +23,10 @@ traffic. With ``min_side = 1`` such self-exchanges cost nothing.
 The heuristic (section 4.2): starting from a linear order in which each
 group's processes are adjacent, (1) the best shape r x c for that order,
 filled column by column (and, beyond the paper, row by row: see
-:func:`best_shape`; step 2 then runs along rows too, :func:`rearrange_rows`); (2) per column, the permutation of its groups'
-runs that minimizes the vertical cost of the first column, then the
-vertical + horizontal cost of the first k columns; then the best
-permutation of whole columns; the new column-major order goes back to (1)
+:func:`best_shape`; step 2 then runs along rows too, :func:`rearrange_rows`);
+(2) per column, the permutation of its groups' runs that minimizes the
+vertical cost of the first column, then the vertical + horizontal cost of
+the first k columns; then the best permutation of whole columns; the new column-major order goes back to (1)
 until a fixed point. :func:`exhaustive` searches every placement of group
 labels (processes of one group are interchangeable) on every shape, for
 small p, to measure the heuristic's gap.
