@@ -47,6 +47,11 @@ def world() -> Any:
     return MPI.COMM_WORLD
 
 
+def processor_names(comm: Any) -> list[str] | None:
+    """Each rank's processor name (the host it runs on), gathered at rank 0; None on the other ranks."""
+    return comm.gather(MPI.Get_processor_name(), root=0)
+
+
 def library_version() -> str:
     """The first line of ``MPI.Get_library_version()``, e.g. ``Open MPI v5.0.11, package: ...``."""
     text = MPI.Get_library_version().strip().strip("\x00").strip()

@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 
 from commcost.cli.main import OutputFormat, command
+from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
 
 
@@ -58,16 +57,13 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="write rankfiles, the reorder file, a PNG and arrangement.json here")
     p.add_argument("--measure", action="store_true",
                    help="with --out: run the halo exchange under each rankfile with MPI and compare with predictions")
-    p.add_argument("--launcher", help="with --measure: the mpirun line to place ranks with (no program; "
-                                      "default the embedded mpirun on this machine, -np P)")
-    p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--steps", type=int, default=5, help="with --measure: time steps per sample (default 5)")
     p.add_argument("--repeat", type=int, default=5, help="with --measure: timed samples (default 5)")
-    p.add_argument("--timeout", type=float, default=300.0, help="with --measure: seconds per MPI run (default 300)")
+    add_launch_options(p)
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
 
 
-def _ints(text: str, count: int, where: str) -> tuple[int, ...]:
+def dims(text: str, count: int, where: str) -> tuple[int, ...]:
     parts = text.lower().split("x")
     try:
         values = tuple(int(v) for v in parts)
@@ -87,7 +83,26 @@ def _default_level(platform, groups) -> str:
     return max(candidates, key=lambda item: len(item[1] & named) / len(item[1]))[0]
 
 
-def _order(initial: str, group, rng_seed=None):
+def process_groups(platform, bandwidths, level: str | None, ppn: int, source: Path) -> tuple:
+    """The level the bandwidths name (``level``, else :func:`_default_level`) and the group of each of the
+    ``ppn`` processes per node (node order), as indices into the bandwidths' groups."""
+    import numpy as np
+
+    level = level or _default_level(platform, bandwidths.groups)
+    if level != "node" and level not in platform.levels:
+        raise InputError(f"expected 'node' or one of the platform's levels {list(platform.levels)}, got {level!r}",
+                         where="--level")
+    labels = [node.name if level == "node" else node.groups[platform.levels.index(level)]
+              for node in platform.nodes for _ in range(ppn)]
+    missing = sorted(set(labels) - set(bandwidths.groups))
+    if missing:
+        raise InputError(f"no bandwidths for group {missing[0]!r} (level {level}); expected one of "
+                         f"{list(bandwidths.groups)}", source=str(source), where="groups")
+    index = {g: i for i, g in enumerate(bandwidths.groups)}
+    return level, np.array([index[g] for g in labels], dtype=np.int64)
+
+
+def _order(initial: str, group):
     import numpy as np
 
     p = len(group)
@@ -122,23 +137,12 @@ def _arrange(args: argparse.Namespace) -> int:
 
     platform, _ = load_platform(args.platform)
     bandwidths = load_bandwidths(args.bandwidths)
-    domain = _ints(args.domain, 3, "--domain")
-    halo = _ints(args.halo, 2, "--halo")
+    domain = dims(args.domain, 3, "--domain")
+    halo = dims(args.halo, 2, "--halo")
     if args.ppn < 1 or args.value_bytes < 1:
         raise InputError("expected --ppn and --value-bytes >= 1", where="--ppn" if args.ppn < 1 else "--value-bytes")
-    level = args.level or _default_level(platform, bandwidths.groups)
-    if level != "node" and level not in platform.levels:
-        raise InputError(f"expected 'node' or one of the platform's levels {list(platform.levels)}, got {level!r}",
-                         where="--level")
-    labels = [node.name if level == "node" else node.groups[platform.levels.index(level)]
-              for node in platform.nodes for _ in range(args.ppn)]
+    level, group = process_groups(platform, bandwidths, args.level, args.ppn, args.bandwidths)
     names = [f"{node.name}" + (f":{k}" if args.ppn > 1 else "") for node in platform.nodes for k in range(args.ppn)]
-    missing = sorted(set(labels) - set(bandwidths.groups))
-    if missing:
-        raise InputError(f"no bandwidths for group {missing[0]!r} (level {level}); expected one of "
-                         f"{list(bandwidths.groups)}", source=str(args.bandwidths), where="groups")
-    index = {g: i for i, g in enumerate(bandwidths.groups)}
-    group = np.array([index[g] for g in labels], dtype=np.int64)
     p = len(group)
 
     def volumes(r: int, c: int) -> tuple[float, float]:
@@ -147,7 +151,7 @@ def _arrange(args: argparse.Namespace) -> int:
     order = _order(args.initial, group)
     pairs = arr.factor_pairs(p)
     if args.initial_shape:
-        r, c = _ints(args.initial_shape, 2, "--initial-shape")
+        r, c = dims(args.initial_shape, 2, "--initial-shape")
         if r * c != p:
             raise InputError(f"expected R x C = {p} processes, got {r} x {c}", where="--initial-shape")
     else:
@@ -290,9 +294,6 @@ def _measure(args, out, arrangements, mappings, platform, domain, halo) -> dict:
     measured seconds per step and the measured and predicted initial / heuristic ratios."""
     import math
 
-    from commcost.cli.calibrate_command import find_mpirun
-    from commcost.cli.measure_kernel_command import local_mpirun_line, run_rank_program
-
     if args.out is None:
         raise InputError("--measure writes rankfiles and results: expected --out DIR", where="--measure")
     if args.steps < 1 or args.repeat < 1:
@@ -300,38 +301,20 @@ def _measure(args, out, arrangements, mappings, platform, domain, halo) -> dict:
     if args.value_bytes != 8:
         raise InputError("the measured halo exchange sends float64 values: expected --value-bytes 8",
                          where="--value-bytes")
-    runs = {}
+    from commcost.cli.rankfile_runs import RankfileRun, run_under_rankfiles
+
+    todo = {}
     for label in ("initial", "heuristic"):
-        a = arrangements[label]
-        r, c = a.shape
+        r, c = arrangements[label].shape
         local = [math.ceil(domain[0] / r), math.ceil(domain[1] / c), domain[2]]
-        result = args.out / f"measured_{label}.json"
-        wanted = {"dims": [r, c], "local": local, "halo": list(halo), "steps": args.steps}
-        if result.exists():
-            try:
-                previous = json.loads(result.read_text())
-            except (OSError, ValueError):
-                previous = {}
-            if all(previous.get(k) == v for k, v in wanted.items()):
-                runs[label] = previous
-                print(f"commcost arrange: reused {result}", file=sys.stderr)
-                continue
-        launcher = (shlex.split(args.launcher) if args.launcher else
-                    local_mpirun_line(find_mpirun(args.mpirun), r * c, "shm"))
-        line = [*launcher, "--map-by", f"rankfile:file={out['files'][f'{label} rankfile']}", sys.executable, "-m",
-                "commcost.cli.halo_worker", "--dims", f"{r}x{c}", "--local", "x".join(map(str, local)),
-                "--halo", "x".join(map(str, halo)), "--steps", str(args.steps), "--repeat", str(args.repeat),
-                "--out", str(result)]
-        result.unlink(missing_ok=True)
-        runs[label] = run_rank_program(line, result, args.timeout, f"the MPI run of the {label} arrangement",
-                                       where="--launcher" if args.launcher else "--mpirun")
-        expected = [platform.nodes[n].name for n in mappings[label].node_of_rank]
-        wrong = [k for k, (h, e) in enumerate(zip(runs[label]["hosts"], expected)) if h != e]
-        if wrong:
-            k = wrong[0]
-            raise InputError(f"rank {k} of the {label} arrangement ran on {runs[label]['hosts'][k]!r}, its rankfile "
-                             f"places it on {expected[k]!r}: the launcher did not follow the rankfile",
-                             source=out["files"][f"{label} rankfile"])
+        program = ["commcost.cli.halo_worker", "--dims", f"{r}x{c}", "--local", "x".join(map(str, local)),
+                   "--halo", "x".join(map(str, halo)), "--steps", str(args.steps), "--repeat", str(args.repeat)]
+        todo[label] = RankfileRun(Path(out["files"][f"{label} rankfile"]), program,
+                                  args.out / f"measured_{label}.json",
+                                  {"dims": [r, c], "local": local, "halo": list(halo), "steps": args.steps},
+                                  [platform.nodes[n].name for n in mappings[label].node_of_rank])
+    runs = run_under_rankfiles(todo, nprocs=len(mappings["initial"].node_of_rank), launcher=args.launcher,
+                               mpirun=args.mpirun, timeout=args.timeout, command="arrange")
     ratio = runs["initial"]["time_s"] / runs["heuristic"]["time_s"]
     predicted = {"bandwidths": out["ratio"]}
     for model, times in out.get("models", {}).items():

@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from commcost.cli.main import _algorithm_params, collective_case, command
+from commcost.cli.collective_options import add_collective_options, collective_schedule
+from commcost.cli.main import command
 from commcost.errors import InputError
 
 
@@ -26,35 +27,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reduce-time-per-byte", type=float, metavar="T",
                    help="give each combine (reduction) transmission a 'calc' on its receiver of nbytes x T "
                         "time units (LogGOPSim's unit; default: no calc)")
-    coll = p.add_argument_group("collectives (with --collective)")
-    coll.add_argument("--algorithm", help="library name (knomial, mpich.binomial) or Open MPI id")
-    coll.add_argument("--procs", type=int, help="number of ranks P")
-    coll.add_argument("--nbytes", help="message size (bcast, reduce, allreduce) or block per rank; 64KiB, 1MiB")
-    coll.add_argument("--root", type=int, default=0, help="root rank (default 0)")
-    coll.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                      help="algorithm parameter, e.g. segsize=8KiB, fanout=2, radix=4 (repeatable)")
-
-
-def _collective_schedule(args: argparse.Namespace):
-    """The schedule of ``--algorithm`` for the case the options name; errors name the option."""
-    from commcost.collectives import build, find
-    from commcost.collectives.recorder import ScheduleTooLarge
-
-    case = collective_case(args)
-    if not args.algorithm:
-        raise InputError("--collective needs --algorithm NAME", where="--algorithm")
-    try:
-        algorithm = find(case.collective, args.algorithm)
-    except InputError as exc:
-        raise exc.located(where="--algorithm") from None
-    given = _algorithm_params(args.param)
-    try:
-        return build(algorithm, case, given).schedule
-    except ScheduleTooLarge as exc:
-        raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
-    except InputError as exc:
-        where = f"--{exc.where}" if exc.where in ("procs", "root") else f"--param {exc.where}" if exc.where else None
-        raise InputError(exc.message, where=where) from None
+    add_collective_options(p)
 
 
 @command("export-goal", "write a schedule or a collective algorithm as a LogGOPSim GOAL file", _configure)
@@ -66,7 +39,7 @@ def _export_goal(args: argparse.Namespace) -> int:
         for flag in ("algorithm", "procs", "nbytes"):
             if getattr(args, flag) is not None:
                 raise InputError(f"--{flag} goes with --collective, not --schedule", where=f"--{flag}")
-    schedule = load_schedule(args.schedule) if args.schedule else _collective_schedule(args)
+    schedule = load_schedule(args.schedule) if args.schedule else collective_schedule(args)[1]
     rate = args.reduce_time_per_byte
     if rate is not None and not rate >= 0:
         raise InputError(f"expected a time per byte >= 0, got {rate}", where="--reduce-time-per-byte")

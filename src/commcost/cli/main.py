@@ -342,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     import commcost.cli.measure_kernel_command  # noqa: F401  (registers `measure-kernel`)
     import commcost.cli.measure_pattern_command  # noqa: F401  (registers `measure-pattern`)
     import commcost.cli.arrange_command  # noqa: F401  (registers `arrange`)
+    import commcost.cli.map_command  # noqa: F401  (registers `map`)
     import commcost.cli.goal_command  # noqa: F401  (registers `export-goal`)
     import commcost.cli.params_command  # noqa: F401  (registers `params`)
 

@@ -132,12 +132,12 @@ def local_mpirun_line(mpirun: str, nprocs: int, network: str) -> list[str]:
 
 
 def run_rank_program(line: list[str], result: Path, timeout: float, what: str = "the MPI run", env=None,
-                     **located) -> dict:
+                     cwd: Path | None = None, **located) -> dict:
     """Run ``line`` (a launcher and a rank program that writes ``result``); the JSON it wrote. A timeout is
     an error at ``--timeout``; a failure (non-zero exit or no result) names ``what``, the exit status and
     stderr's last line, located by ``located`` (``where=`` or ``source=``)."""
     try:
-        done = subprocess.run(line, capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run(line, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise InputError(f"{what} did not finish in {timeout:g} s", where="--timeout") from None
     if done.returncode != 0 or not result.exists():
