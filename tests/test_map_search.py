@@ -88,7 +88,7 @@ def test_graph_start_puts_each_clique_on_one_node_within_the_slots():
     schedule = _two_cliques()
     traffic = traffic_matrix(schedule)
     assert traffic[0, 2] == 2 * (1 << 20) and traffic[0, 1] == 2 * (1 << 10)
-    part = graph_start(schedule, ppn=4, nnodes=2)
+    part = graph_start(schedule, np.array([4, 4]))
     assert np.bincount(part).tolist() == [4, 4]
     assert len(set(part[::2].tolist())) == 1 and len(set(part[1::2].tolist())) == 1
 
@@ -102,7 +102,7 @@ def test_local_search_improves_sequential_and_keeps_the_clique_placement_of_the_
     capacity = np.array([4, 4])
     stuck = improve(price, sequential_start(8, 4, 2), capacity, group_swaps(platform), time_limit_s=30)
     assert stuck.converged and stuck.time_s <= stuck.start_time_s
-    graph = improve(price, graph_start(schedule, 4, 2), capacity, group_swaps(platform), time_limit_s=30)
+    graph = improve(price, graph_start(schedule, capacity), capacity, group_swaps(platform), time_limit_s=30)
     assert graph.converged and np.bincount(graph.node_of_rank).tolist() == [4, 4]
     assert len(set(graph.node_of_rank[::2].tolist())) == 1  # the 1 MiB clique shares a node
     assert graph.time_s < stuck.time_s / 2

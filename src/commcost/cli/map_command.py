@@ -170,10 +170,11 @@ def _partitioned_kernel(args: argparse.Namespace, platform) -> tuple:
     return schedule, schedule.name, {"partition": np.asarray(hosts)}
 
 
-def _starts(args: argparse.Namespace, schedule, platform, ppn: int, own: dict) -> tuple[dict, list[str]]:
+def _starts(args: argparse.Namespace, schedule, platform, ppn: int, capacity, own: dict) -> tuple[dict, list[str]]:
     """The start placements asked for (name -> node_of_rank), and notes on those left out."""
     from commcost.io.mapping_file import load_mapping_file
     from commcost.mapping import graph_start, round_robin_start, sequential_start
+    from commcost.mapping.local_search import level_groups
 
     p, nnodes = schedule.nprocs, len(platform.nodes)
     names = args.start or ["sequential", "round-robin", "graph", *own]
@@ -190,7 +191,7 @@ def _starts(args: argparse.Namespace, schedule, platform, ppn: int, own: dict) -
             starts[name] = np.random.default_rng(int(rest)).permutation(sequential_start(p, ppn, nnodes))
         elif name == "graph":
             try:
-                starts[name] = graph_start(schedule, ppn, nnodes, args.seed)
+                starts[name] = graph_start(schedule, capacity, level_groups(platform), args.seed)
             except ImportError:
                 notes.append("graph start left out: pymetis is not installed (pip install 'commcost[sparse]')")
         elif kind == "file" and rest:
@@ -247,7 +248,7 @@ def _map(args: argparse.Namespace) -> int:
         raise InputError(f"{p} ranks at {ppn} per node need {math.ceil(p / ppn)} to {nnodes} nodes, got "
                          f"{allocated}", where="--nodes")
     capacity = np.where(np.arange(nnodes) < allocated, ppn, 0)
-    starts, notes = _starts(args, schedule, platform, ppn, own)
+    starts, notes = _starts(args, schedule, platform, ppn, capacity, own)
     for label, start in starts.items():
         counts = np.bincount(start, minlength=nnodes)
         over = np.flatnonzero(counts > capacity)
@@ -273,6 +274,13 @@ def _map(args: argparse.Namespace) -> int:
                               "seconds": r.seconds, "converged": r.converged, "accepted": r.accepted}
                       for label, r in results.items()},
            "nodes": [platform.nodes[n].name for n in best.node_of_rank], "notes": notes}
+    if "partition" in own:
+        moved = [k for k, (a, b) in enumerate(zip(own["partition"], best.node_of_rank))
+                 if platform.nodes[a].type.name != platform.nodes[b].type.name]
+        if moved:
+            notes.append(f"{len(moved)} rank(s) (first: rank {moved[0]}) now run on another node type than the "
+                         "partition's host: its areas were balanced for those hosts' speeds, and map prices "
+                         "communication only")
     out["other_models"] = _other_models(args, params, schedule, platform, base, best.node_of_rank, ppn)
     if args.out is not None:
         out["files"] = _write(args.out, platform, {"optimized": best.node_of_rank, "sequential": np.arange(p) // ppn},

@@ -126,6 +126,16 @@ def _signature(platform: Platform, members: list[int], depth: int) -> tuple:
     return parent, tuple(nodes[m].type.name for m in members), tuple(inner)
 
 
+def level_groups(platform: Platform) -> list[np.ndarray]:
+    """A group number per node at each of the platform's levels, outermost first (for the graph start)."""
+    out = []
+    for depth in range(len(platform.levels), 0, -1):
+        keys = [_group_key(node, depth) for node in platform.nodes]
+        lookup = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        out.append(np.array([lookup[key] for key in keys], dtype=np.int64))
+    return out
+
+
 def node_classes(platform: Platform) -> np.ndarray:
     """A number per node; two empty nodes of one number are interchangeable (same parent groups and type,
     and no modelled network), so a rank move needs to try only one of them."""

@@ -6,10 +6,11 @@ first ``ceil(P / ppn)`` nodes, at most ``ppn`` ranks each:
 - sequential: rank p on node p div ppn (mpirun's ``--map-by core``);
 - round-robin: rank p on node p mod ceil(P / ppn) (``--map-by node``);
 - graph: the schedule's traffic graph (bytes between each pair of ranks,
-  both directions, repeats counted) cut into ceil(P / ppn) parts of at
-  most ppn ranks by METIS (pymetis), part k on node k; a general
-  graph-partitioning start that knows nothing of the platform's levels
-  (the local search then swaps groups to place the parts).
+  both directions, repeats counted) cut by METIS (pymetis) along the
+  platform's levels, outermost first, down to nodes (recursive
+  bipartitioning's idea, as Scotch maps onto a hierarchy): heavy
+  partners share a node, then a cluster. It knows the levels but not
+  their prices; the local search then swaps groups to place the parts.
 """
 
 from __future__ import annotations
@@ -53,37 +54,81 @@ def traffic_matrix(schedule: Schedule) -> np.ndarray:
     return out + out.T
 
 
-def graph_start(schedule: Schedule, ppn: int, nnodes: int, seed: int = 0) -> np.ndarray:
-    """METIS's cut of the traffic graph into ceil(P / ppn) parts, evened out to at most ppn ranks per part
-    (a rank leaves an overfull part for the part with room it exchanges most bytes with)."""
+def graph_start(schedule: Schedule, capacity: np.ndarray, levels: list[np.ndarray] | None = None,
+                seed: int = 0) -> np.ndarray:
+    """METIS's cut of the traffic graph along the platform's levels: the ranks are cut into the outermost
+    groups (``levels[0][node]`` names each node's group; as many ranks to each group as the sequential
+    placement gives it, filling groups in order up to their capacity), each group's ranks into the next
+    level's groups, and so on down to nodes (``capacity[node]`` ranks at most). Each cut is METIS's k-way
+    partition with the groups' shares as target weights, evened out to exact sizes (a rank leaves an
+    overfull part, the least attached first, for the part with room it exchanges most bytes with)."""
+    capacity = np.asarray(capacity, dtype=np.int64)
+    p = schedule.nprocs
+    if p > capacity.sum():
+        raise InputError(f"{p} ranks do not fit in the {int(capacity.sum())} slots", where="--ppn")
+    traffic = traffic_matrix(schedule)
+    levels = list(levels or [])
+    node_of_rank = np.zeros(p, dtype=np.int64)
+    nodes = np.flatnonzero(capacity > 0)
+    todo = [(np.arange(p), nodes, 0)]
+    while todo:
+        ranks, here, depth = todo.pop()
+        if len(here) == 1 or len(ranks) == 0:
+            node_of_rank[ranks] = here[0] if len(here) else 0
+            continue
+        if depth < len(levels):
+            keys = levels[depth][here]
+            groups = [here[keys == k] for k in dict.fromkeys(keys.tolist())]
+            if len(groups) == 1:
+                todo.append((ranks, here, depth + 1))
+                continue
+        else:
+            groups = [np.array([n]) for n in here]
+        sizes = _filled([int(capacity[g].sum()) for g in groups], len(ranks))
+        used = [k for k, size in enumerate(sizes) if size > 0]
+        part = _cut(traffic[np.ix_(ranks, ranks)], [sizes[k] for k in used], seed)
+        for j, k in enumerate(used):
+            todo.append((ranks[part == j], groups[k], depth + 1))
+    return node_of_rank
+
+
+def _filled(capacities: list[int], count: int) -> list[int]:
+    """``count`` ranks into groups of these capacities, in order, each filled before the next."""
+    sizes = []
+    for cap in capacities:
+        sizes.append(min(cap, count))
+        count -= sizes[-1]
+    return sizes
+
+
+def _cut(traffic: np.ndarray, sizes: list[int], seed: int) -> np.ndarray:
+    """A part per rank: METIS's k-way cut of ``traffic`` into parts of the given sizes (evened out)."""
     import pymetis  # the [sparse] extra
 
-    p = schedule.nprocs
-    parts = _nodes_used(p, ppn, nnodes)
-    traffic = traffic_matrix(schedule)
-    if parts == 1:
-        return np.zeros(p, dtype=np.int64)
+    n = len(traffic)
+    if len(sizes) == 1:
+        return np.zeros(n, dtype=np.int64)
     scale = 1e6 / traffic.max() if traffic.max() > 0 else 1.0
     weights = np.where(traffic > 0, np.maximum(1, np.rint(traffic * scale)), 0).astype(np.int64)
     np.fill_diagonal(weights, 0)
     rows, cols = np.nonzero(weights)  # row-major: the CSR order
-    starts = np.searchsorted(rows, np.arange(p + 1))
-    adjacency = pymetis.CSRAdjacency(adj_starts=starts, adjacent=cols)
-    _, membership = pymetis.part_graph(parts, adjacency, eweights=weights[rows, cols].tolist(),
-                                       options=pymetis.Options(seed=seed))
-    part = np.asarray(membership, dtype=np.int64)
-    return _evened(part, traffic, ppn, parts)
+    adjacency = pymetis.CSRAdjacency(adj_starts=np.searchsorted(rows, np.arange(n + 1)), adjacent=cols)
+    shares = (np.array(sizes) / n).tolist()
+    _, membership = pymetis.part_graph(len(sizes), adjacency, eweights=weights[rows, cols].tolist(),
+                                       tpwgts=shares, options=pymetis.Options(seed=seed))
+    return _evened(np.asarray(membership, dtype=np.int64), traffic, sizes)
 
 
-def _evened(part: np.ndarray, traffic: np.ndarray, ppn: int, parts: int) -> np.ndarray:
-    """Move ranks out of parts above ``ppn`` (the least attached first) into parts with room."""
+def _evened(part: np.ndarray, traffic: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """Move ranks out of parts above their size (the least attached first) into parts with room."""
     part = part.copy()
-    counts = np.bincount(part, minlength=parts)
-    for k in np.flatnonzero(counts > ppn):
+    sizes_a = np.array(sizes)
+    counts = np.bincount(part, minlength=len(sizes))
+    for k in np.flatnonzero(counts > sizes_a):
         members = np.flatnonzero(part == k)
         attachment = traffic[np.ix_(members, members)].sum(axis=1)
-        for r in members[np.argsort(attachment, kind="stable")][: counts[k] - ppn]:
-            room = np.flatnonzero(counts < ppn)
+        for r in members[np.argsort(attachment, kind="stable")][: counts[k] - sizes_a[k]]:
+            room = np.flatnonzero(counts < sizes_a)
             to = room[np.argmax([traffic[r, part == q].sum() for q in room])]
             part[r] = to
             counts[k] -= 1
