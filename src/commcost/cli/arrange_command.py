@@ -41,7 +41,12 @@ from commcost.errors import InputError
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("application", choices=["mpdata"], help="the 2D data-parallel code (MPDATA's halo exchange)")
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
-    p.add_argument("--bandwidths", required=True, type=Path, help="horizontal/vertical bandwidths between groups")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--bandwidths", type=Path, help="horizontal/vertical bandwidths between groups")
+    source.add_argument("--bandwidths-from", metavar="MODEL",
+                        help="derive them from this model of --params: h / t(h) and w / t(w) between two nodes "
+                             "of the groups, at the initial shape's message sizes (level default: the innermost "
+                             "above nodes, as paper 002's clusters)")
     p.add_argument("--level", help="group level of the platform the bandwidths name (default: the outermost "
                                    "whose groups the bandwidths all name; 'node': one group per node)")
     p.add_argument("--ppn", type=int, default=1, help="processes per node (default 1)")
@@ -102,6 +107,37 @@ def process_groups(platform, bandwidths, level: str | None, ppn: int, source: Pa
     return level, np.array([index[g] for g in labels], dtype=np.int64)
 
 
+def _derived_bandwidths(args: argparse.Namespace, platform, hw: tuple[float, float]):
+    """b_H and b_V between the groups of ``--level`` (default the innermost above nodes) from ``--bandwidths-from``'s
+    model of ``--params`` (:mod:`commcost.partition.model_bandwidths`), at the message sizes ``hw``."""
+    from commcost.cli.main import strictness
+    from commcost.io.bandwidths_file import Bandwidths
+    from commcost.io.params_file import load_params
+    from commcost.models import MODELS
+    from commcost.partition.model_bandwidths import model_bandwidths
+
+    if args.params is None:
+        raise InputError("--bandwidths-from MODEL takes the model from --params FILE; expected --params",
+                         where="--bandwidths-from")
+    if args.bandwidths_from not in MODELS:
+        raise InputError(f"expected one of {sorted(MODELS)}, got {args.bandwidths_from!r}", where="--bandwidths-from")
+    level = args.level or (platform.levels[0] if platform.levels else "node")
+    if level != "node" and level not in platform.levels:
+        raise InputError(f"expected 'node' or one of the platform's levels {list(platform.levels)}, got {level!r}",
+                         where="--level")
+    members: dict[str, list[int]] = {}
+    for n, node in enumerate(platform.nodes):
+        members.setdefault(node.name if level == "node" else node.groups[platform.levels.index(level)], []).append(n)
+    params = load_params(args.params, strict=strictness(args))
+    try:
+        model = MODELS[args.bandwidths_from](params.for_model(args.bandwidths_from))
+        bh, bv = model_bandwidths(model, platform, list(members.values()), *hw)
+    except InputError as exc:
+        raise exc.located(source=str(args.params)) from None
+    args.level = level
+    return Bandwidths(tuple(members), bh, bv)
+
+
 def _order(initial: str, group):
     import numpy as np
 
@@ -136,19 +172,15 @@ def _arrange(args: argparse.Namespace) -> int:
     from commcost.partition import arrangement as arr
 
     platform, _ = load_platform(args.platform)
-    bandwidths = load_bandwidths(args.bandwidths)
     domain = dims(args.domain, 3, "--domain")
     halo = dims(args.halo, 2, "--halo")
     if args.ppn < 1 or args.value_bytes < 1:
         raise InputError("expected --ppn and --value-bytes >= 1", where="--ppn" if args.ppn < 1 else "--value-bytes")
-    level, group = process_groups(platform, bandwidths, args.level, args.ppn, args.bandwidths)
-    names = [f"{node.name}" + (f":{k}" if args.ppn > 1 else "") for node in platform.nodes for k in range(args.ppn)]
-    p = len(group)
 
     def volumes(r: int, c: int) -> tuple[float, float]:
         return arr.mpdata_volumes(domain, halo, r, c, args.value_bytes)
 
-    order = _order(args.initial, group)
+    p = len(platform.nodes) * args.ppn
     pairs = arr.factor_pairs(p)
     if args.initial_shape:
         r, c = dims(args.initial_shape, 2, "--initial-shape")
@@ -156,6 +188,13 @@ def _arrange(args: argparse.Namespace) -> int:
             raise InputError(f"expected R x C = {p} processes, got {r} x {c}", where="--initial-shape")
     else:
         r, c = min(pairs, key=lambda rc: (abs(rc[0] - rc[1]), -rc[1]))
+    if args.bandwidths is not None:
+        bandwidths = load_bandwidths(args.bandwidths)
+    else:
+        bandwidths = _derived_bandwidths(args, platform, volumes(r, c))
+    level, group = process_groups(platform, bandwidths, args.level, args.ppn, args.bandwidths)
+    names = [f"{node.name}" + (f":{k}" if args.ppn > 1 else "") for node in platform.nodes for k in range(args.ppn)]
+    order = _order(args.initial, group)
     initial = arr.priced(order.reshape(c, r).T.copy(), group, bandwidths.horizontal, bandwidths.vertical, volumes)
     started = time.perf_counter()
     best, rounds = arr.heuristic(order, group, bandwidths.horizontal, bandwidths.vertical, volumes)
@@ -176,6 +215,10 @@ def _arrange(args: argparse.Namespace) -> int:
                              "heuristic_gap_pct": 100 * (best.cost / optimum.cost - 1)}
     node_of_process = np.repeat(np.arange(len(platform.nodes)), args.ppn)
     mappings = {label: _mapping(a, node_of_process) for label, a in arrangements.items()}
+    if args.bandwidths is None:
+        out["derived_bandwidths"] = {"model": args.bandwidths_from, "at_shape": [r, c], "unit": "B/s",
+                                     "groups": list(bandwidths.groups), "horizontal": bandwidths.horizontal.tolist(),
+                                     "vertical": bandwidths.vertical.tolist()}
     if args.params is not None:
         out["models"] = _priced_by_models(args, arrangements, mappings, platform, volumes)
         out["disagreements"] = _disagreements(arrangements, out["models"])
@@ -276,6 +319,13 @@ def _write_outputs(args, out, arrangements, mappings, platform, names, group_nam
         path = args.out / f"{label}.rankfile"
         path.write_text(rankfile_text(mapping, platform))
         files[f"{label} rankfile"] = str(path)
+    if "derived_bandwidths" in out:  # the table a later run can take with --bandwidths
+        d = out["derived_bandwidths"]
+        path = args.out / "bandwidths.toml"
+        path.write_text(f"# derived from {d['model']} of {args.params} at the {d['at_shape'][0]} x "
+                        f"{d['at_shape'][1]} shape's message sizes\nunit = \"B/s\"\ngroups = {json.dumps(d['groups'])}\n"
+                        f"horizontal = {json.dumps(d['horizontal'])}\nvertical = {json.dumps(d['vertical'])}\n")
+        files["bandwidths"] = str(path)
     path = args.out / "heuristic.order"
     path.write_text(reorder_text(arrangements["heuristic"].grid.reshape(-1)))
     files["reorder file"] = str(path)
