@@ -91,28 +91,39 @@ def _group_key(node, depth: int) -> tuple:
     return tuple(node.groups[depth - 1:])
 
 
-def group_swaps(platform: Platform) -> list[Move]:
-    """Every swap of two equal-sized groups at one level of ``platform`` (outermost level first, nodes
-    last) that is not a relabeling."""
-    moves = []
-    nodes = platform.nodes
-    for depth in range(len(platform.levels), -1, -1):
-        level = platform.all_levels[depth]
-        members: dict[tuple, list[int]] = {}
-        for n, node in enumerate(nodes):
-            members.setdefault((n,) if depth == 0 else _group_key(node, depth), []).append(n)
-        keys = list(members)
-        signature = {key: _signature(platform, members[key], depth) for key in keys}
-        for i, ka in enumerate(keys):
-            for kb in keys[i + 1:]:
-                a, b = members[ka], members[kb]
-                if len(a) != len(b):
-                    continue
-                if platform.network is None and signature[ka] == signature[kb]:
-                    continue  # same parent, same types and inner structure: a relabeling
-                name = (lambda k, m: nodes[m[0]].name if depth == 0 else k[0])
-                moves.append(Move(level, name(ka, a), name(kb, b), tuple(a), tuple(b)))
-    return moves
+class GroupSwaps:
+    """Every swap of two equal-sized groups at one level of a platform (outermost level first, nodes last)
+    that is not a relabeling, generated afresh on each iteration (N nodes make up to N(N-1)/2 node swaps:
+    never held in memory at once)."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self.levels = []
+        for depth in range(len(platform.levels), -1, -1):
+            members: dict[tuple, list[int]] = {}
+            for n, node in enumerate(platform.nodes):
+                members.setdefault((n,) if depth == 0 else _group_key(node, depth), []).append(n)
+            self.levels.append((depth, list(members.items()),
+                                [_signature(platform, m, depth) for m in members.values()]))
+
+    def __iter__(self) -> Iterator[Move]:
+        nodes = self.platform.nodes
+        for depth, groups, signatures in self.levels:
+            level = self.platform.all_levels[depth]
+            for i, (ka, a) in enumerate(groups):
+                for j in range(i + 1, len(groups)):
+                    kb, b = groups[j]
+                    if len(a) != len(b):
+                        continue
+                    if self.platform.network is None and signatures[i] == signatures[j]:
+                        continue  # same parent, same types and inner structure: a relabeling
+                    name_a, name_b = (nodes[a[0]].name, nodes[b[0]].name) if depth == 0 else (ka[0], kb[0])
+                    yield Move(level, name_a, name_b, tuple(a), tuple(b))
+
+
+def group_swaps(platform: Platform) -> GroupSwaps:
+    """The group swaps of ``platform`` (:class:`GroupSwaps`), iterable as often as a search needs."""
+    return GroupSwaps(platform)
 
 
 def _signature(platform: Platform, members: list[int], depth: int) -> tuple:
@@ -150,7 +161,8 @@ def improve(price: Price, start: np.ndarray, capacity: np.ndarray, swaps: Iterab
             time_limit_s: float = 10.0, seed: int = 0, max_evaluations: int | None = None,
             classes: np.ndarray | None = None) -> SearchResult:
     """First-improvement local search from ``start`` (a node per rank) under ``capacity`` (ranks per node):
-    group swaps, rank swaps, rank moves (to one empty node per class of ``classes``, default every node
+    group swaps (``swaps``: a list, or :class:`GroupSwaps`, iterated once per pass), rank swaps, rank moves
+    (to one empty node per class of ``classes``, default every node
     its own class), pass after pass until a pass improves nothing or the time limit (or
     ``max_evaluations``) is reached."""
     node = np.asarray(start, dtype=np.int64).copy()
@@ -160,7 +172,6 @@ def improve(price: Price, start: np.ndarray, capacity: np.ndarray, swaps: Iterab
         bad = int(np.flatnonzero(counts[: len(capacity)] > capacity)[0]) if len(counts) <= len(capacity) else -1
         raise InputError(f"the start places more ranks on node {bad} than its {capacity[bad]} slots"
                          if bad >= 0 else "the start places ranks beyond the platform's nodes", where="start")
-    swaps = list(swaps)
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     deadline = started + time_limit_s

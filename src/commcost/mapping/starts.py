@@ -44,14 +44,18 @@ def round_robin_start(nprocs: int, ppn: int, nnodes: int) -> np.ndarray:
     return np.arange(nprocs, dtype=np.int64) % _nodes_used(nprocs, ppn, nnodes)
 
 
-def traffic_matrix(schedule: Schedule) -> np.ndarray:
-    """Bytes between each pair of ranks, both directions summed, each phase counted as often as it runs
-    (a dense P x P array: for the graph start, at the sizes a search handles)."""
+def traffic_matrix(schedule: Schedule):
+    """Bytes between each pair of ranks, both directions summed, each phase counted as often as it runs: a
+    sparse P x P matrix (scipy CSR), as large as the schedule's transmissions, not P squared."""
+    from scipy import sparse
+
     p = schedule.nprocs
     weight = schedule.nbytes * schedule.repeat[schedule.phase]
-    out = np.zeros((p, p))
-    np.add.at(out, (schedule.src, schedule.dst), weight)
-    return out + out.T
+    out = sparse.coo_matrix((weight, (schedule.src, schedule.dst)), shape=(p, p)).tocsr()
+    out = (out + out.T).tocsr()
+    out.setdiag(0)
+    out.eliminate_zeros()
+    return out
 
 
 def graph_start(schedule: Schedule, capacity: np.ndarray, levels: list[np.ndarray] | None = None,
@@ -86,7 +90,7 @@ def graph_start(schedule: Schedule, capacity: np.ndarray, levels: list[np.ndarra
             groups = [np.array([n]) for n in here]
         sizes = _filled([int(capacity[g].sum()) for g in groups], len(ranks))
         used = [k for k, size in enumerate(sizes) if size > 0]
-        part = _cut(traffic[np.ix_(ranks, ranks)], [sizes[k] for k in used], seed)
+        part = _cut(traffic[ranks][:, ranks].tocsr(), [sizes[k] for k in used], seed)
         for j, k in enumerate(used):
             todo.append((ranks[part == j], groups[k], depth + 1))
     return node_of_rank
@@ -101,35 +105,37 @@ def _filled(capacities: list[int], count: int) -> list[int]:
     return sizes
 
 
-def _cut(traffic: np.ndarray, sizes: list[int], seed: int) -> np.ndarray:
-    """A part per rank: METIS's k-way cut of ``traffic`` into parts of the given sizes (evened out)."""
+def _cut(traffic, sizes: list[int], seed: int) -> np.ndarray:
+    """A part per rank: METIS's k-way cut of ``traffic`` (CSR) into parts of the given sizes (evened out)."""
     import pymetis  # the [sparse] extra
 
-    n = len(traffic)
+    n = traffic.shape[0]
     if len(sizes) == 1:
         return np.zeros(n, dtype=np.int64)
-    scale = 1e6 / traffic.max() if traffic.max() > 0 else 1.0
-    weights = np.where(traffic > 0, np.maximum(1, np.rint(traffic * scale)), 0).astype(np.int64)
-    np.fill_diagonal(weights, 0)
-    rows, cols = np.nonzero(weights)  # row-major: the CSR order
-    adjacency = pymetis.CSRAdjacency(adj_starts=np.searchsorted(rows, np.arange(n + 1)), adjacent=cols)
+    if traffic.nnz == 0:  # nothing to cut: consecutive blocks
+        return np.repeat(np.arange(len(sizes)), sizes)
+    scale = 1e6 / traffic.data.max()
+    weights = np.maximum(1, np.rint(traffic.data * scale)).astype(np.int64)
+    adjacency = pymetis.CSRAdjacency(adj_starts=traffic.indptr, adjacent=traffic.indices)
     shares = (np.array(sizes) / n).tolist()
-    _, membership = pymetis.part_graph(len(sizes), adjacency, eweights=weights[rows, cols].tolist(),
-                                       tpwgts=shares, options=pymetis.Options(seed=seed))
+    _, membership = pymetis.part_graph(len(sizes), adjacency, eweights=weights.tolist(), tpwgts=shares,
+                                       options=pymetis.Options(seed=seed))
     return _evened(np.asarray(membership, dtype=np.int64), traffic, sizes)
 
 
-def _evened(part: np.ndarray, traffic: np.ndarray, sizes: list[int]) -> np.ndarray:
+def _evened(part: np.ndarray, traffic, sizes: list[int]) -> np.ndarray:
     """Move ranks out of parts above their size (the least attached first) into parts with room."""
     part = part.copy()
     sizes_a = np.array(sizes)
     counts = np.bincount(part, minlength=len(sizes))
     for k in np.flatnonzero(counts > sizes_a):
         members = np.flatnonzero(part == k)
-        attachment = traffic[np.ix_(members, members)].sum(axis=1)
+        attachment = np.asarray(traffic[members][:, members].sum(axis=1)).ravel()
         for r in members[np.argsort(attachment, kind="stable")][: counts[k] - sizes_a[k]]:
             room = np.flatnonzero(counts < sizes_a)
-            to = room[np.argmax([traffic[r, part == q].sum() for q in room])]
+            row = traffic.getrow(r)
+            to_part = np.bincount(part[row.indices], weights=row.data, minlength=len(sizes))
+            to = room[np.argmax(to_part[room])]
             part[r] = to
             counts[k] -= 1
             counts[to] += 1
