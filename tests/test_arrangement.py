@@ -108,3 +108,24 @@ def test_a_group_without_bandwidths_is_named(tmp_path, capsys):
     path.write_text("groups = ['Grimoire']\nhorizontal = [[1.0]]\nvertical = [[1.0]]\n")
     assert main(["arrange", "mpdata", "--platform", str(PLATFORM), "--bandwidths", str(path)]) == 2
     assert "no bandwidths for group 'Grisou'" in capsys.readouterr().err
+
+
+def test_symmetric_bandwidths_give_the_summa_cost_of_the_same_grid():
+    """b_H = b_V (one bandwidth per pair of groups): eq. 1-3 no longer tell the directions apart, so
+    transposing the grid and swapping h and w leaves the cost as it is; with one bandwidth b everywhere and
+    SUMMA's volumes (a process of an r x c grid of an n x m matrix sends its n / r rows sideways and its m / c
+    columns down), the cost is p (n / r + m / c) / b, the sum of the p blocks' half-perimeters over b that
+    paper 000's column partition minimizes."""
+    rng = np.random.default_rng(3)
+    b = rng.uniform(1.0, 5.0, (4, 4))
+    b = (b + b.T) / 2
+    group = rng.permutation(GROUP)
+    grid = group.argsort().reshape(3, 4)
+    h, w = 1000.0, 3000.0
+    ch, cv = cost(grid, group, b, b, h, w)
+    th, tv = cost(grid.T.copy(), group, b, b, w, h)
+    assert ch + cv == pytest.approx(th + tv) and ch == pytest.approx(tv) and cv == pytest.approx(th)
+    n, m, uniform = 512.0, 768.0, np.full((4, 4), 2.0)
+    for r, c in factor_pairs(12):
+        ch, cv = cost(np.arange(12).reshape(r, c), GROUP, uniform, uniform, n / r, m / c)
+        assert ch + cv == pytest.approx(12 * (n / r + m / c) / 2.0)  # one ring pair per cell and direction

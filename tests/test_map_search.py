@@ -237,3 +237,17 @@ def test_embedded_mpirun_runs_map_s_rankfiles_and_every_rank_lands_where_it_says
     assert (tmp_path / "pe-runs" / "optimized.rankfile").read_text().splitlines()[0] == f"rank 0={host} slot=0"
     assert main(["map", *args]) == 0
     assert "reused" in capsys.readouterr().err
+
+
+def test_map_places_a_sparse_pattern_and_no_start_beats_the_result(capsys):
+    """Paper 001's SpMV halo exchange of a 3D Poisson matrix on 64 ranks (4 nodes of Blue Waters) under
+    max-rate: the result is the best of the starts and at least as fast as the sequential placement."""
+    out = _run(["--pattern", "spmv", "--matrix", str(EX / "sparse" / "poisson3d_16.mtx"), "--procs", "64",
+                "--ppn", "16", "--platform", str(EX / "bluewaters" / "platform.toml"), "--params",
+                str(EX / "params" / "bluewaters.toml"), "--model", "maxrate", "--time-limit", "2"], capsys)
+    assert out["schedule"].startswith("spmv level 0 of poisson3d_16.mtx")
+    assert out["optimized_s"] <= min(r["start_s"] for r in out["starts"].values())
+    assert out["optimized_s"] <= out["sequential_s"] and len(out["nodes"]) == 64
+    assert main(["map", "--pattern", "spmv", "--matrix", str(EX / "sparse" / "poisson3d_16.mtx"), "--procs", "64",
+                 "--amg-level", "9", *GRID5000]) == 2
+    assert "--amg-level" in capsys.readouterr().err

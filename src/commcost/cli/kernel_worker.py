@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=1, help="Wave2D time steps")
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args(argv)
+    if args.kernel and args.partition is None:
+        p.error("--kernel needs --partition FILE")
     from commcost.calibration import kernel_benchmarks, mpi_benchmarks
     from commcost.io.partition_file import read_partition
     from commcost.kernels import summa, wave2d

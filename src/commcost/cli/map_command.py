@@ -1,10 +1,11 @@
 """``commcost map``: the rank-to-node placement that minimizes a schedule's predicted time under any model.
 
 What is placed: a schedule file (``--schedule``), a collective algorithm
-(``--collective C --algorithm A --procs P --nbytes N``) or a kernel
+(``--collective C --algorithm A --procs P --nbytes N``), a kernel
 (``--kernel mpdata --dims RxC``: MPDATA's halo exchange, paper 002;
 ``--kernel summa|wave2d --partition FILE``: paper 000's kernels on a 2D
-distribution). Each ``--start`` placement (sequential, round-robin,
+distribution) or a sparse kernel's exchange (``--pattern spmv|spgemm
+--matrix A.mtx --procs P [--amg-level K]``: paper 001). Each ``--start`` placement (sequential, round-robin,
 random:SEED, graph: METIS's cut of the traffic graph, file:PATH, and for
 kernels the natural one: paper 002's heuristic arrangement with
 ``--bandwidths``, the partition file's hosts) is improved by
@@ -51,6 +52,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     what.add_argument("--collective", choices=[c.value for c in _collectives()], help="a collective algorithm")
     what.add_argument("--kernel", choices=KERNELS, help="a data-parallel kernel (mpdata: paper 002; summa, "
                                                         "wave2d: paper 000 on --partition)")
+    what.add_argument("--pattern", choices=("spmv", "spgemm"),
+                      help="a sparse kernel's irregular exchange on --matrix over --procs ranks (paper 001)")
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
     p.add_argument("--model", required=True, help="the model whose predicted time the placement minimizes")
@@ -81,6 +84,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     k.add_argument("--level", help="mpdata: the platform level the bandwidths name (default as arrange)")
     k.add_argument("--partition", type=Path, help="summa, wave2d: 2D distribution file")
     k.add_argument("--steps", type=int, default=1, help="mpdata, wave2d: time steps (default 1)")
+    g = p.add_argument_group("sparse patterns (with --pattern; --procs is the ranks)")
+    g.add_argument("--matrix", type=Path, help="Matrix Market file (.mtx)")
+    g.add_argument("--rows", default="contiguous", choices=("contiguous", "metis"),
+                   help="how the matrix rows are split over the ranks (default contiguous)")
+    g.add_argument("--amg-level", type=int, default=0,
+                   help="level K of the matrix's classical AMG hierarchy (default 0: the matrix itself)")
 
 
 def _what(args: argparse.Namespace, platform) -> tuple:
@@ -92,9 +101,30 @@ def _what(args: argparse.Namespace, platform) -> tuple:
         return schedule, schedule.name, {}
     if args.collective is not None:
         return _collective(args)
+    if args.pattern is not None:
+        return _pattern(args)
     if args.kernel == "mpdata":
         return _mpdata(args, platform)
     return _partitioned_kernel(args, platform)
+
+
+def _pattern(args: argparse.Namespace) -> tuple:
+    from commcost.kernels.sparse import pattern_levels, read_matrix
+
+    if args.matrix is None:
+        raise InputError("--pattern needs --matrix A.mtx", where="--matrix")
+    if args.procs is None or args.procs < 1:
+        raise InputError("--pattern needs --procs P >= 1", where="--procs")
+    if args.amg_level < 0 or args.value_bytes < 1:
+        raise InputError("expected --amg-level >= 0 and --value-bytes >= 1",
+                         where="--amg-level" if args.amg_level < 0 else "--value-bytes")
+    levels = pattern_levels(read_matrix(args.matrix), args.pattern, args.procs, args.rows, args.amg_level > 0,
+                            args.value_bytes)
+    if args.amg_level >= len(levels):
+        raise InputError(f"the AMG hierarchy has levels 0..{len(levels) - 1}, got {args.amg_level}",
+                         where="--amg-level")
+    schedule = levels[args.amg_level].schedule
+    return schedule, f"{schedule.name} of {args.matrix.name} on {args.procs} ranks", {}
 
 
 def _collective(args: argparse.Namespace) -> tuple:

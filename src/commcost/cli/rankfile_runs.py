@@ -20,6 +20,7 @@ through a copy under a name free of ``pe`` where needed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shlex
 import sys
@@ -39,10 +40,10 @@ def add_launch_options(p: argparse.ArgumentParser) -> None:
 
 def safe_rankfile_name(rankfile: Path) -> str:
     """A name for ``rankfile`` in its own folder without ``pe`` in it (Open MPI 5.0 reads that as its PE=
-    modifier): the name itself, else a copy called ``placement-N.rankfile``."""
+    modifier): the name itself, else a copy called ``placement-<hex digest of the name>.rankfile``."""
     if "pe" not in rankfile.name.lower():
         return rankfile.name
-    digest = sum(rankfile.name.encode()) % 10_000
+    digest = hashlib.sha1(rankfile.name.encode()).hexdigest()[:12]  # hex digits: no 'p'
     copy = rankfile.with_name(f"placement-{digest}.rankfile")
     copy.write_text(rankfile.read_text())
     return copy.name
