@@ -28,7 +28,7 @@ import numpy as np
 
 from commcost.collectives import Case, Collective, build, find
 from commcost.kernels.mpdata import halo_schedule
-from commcost.mapping import graph_start, group_swaps, improve, sequential_start
+from commcost.mapping import graph_start, group_swaps, improve
 from commcost.mapping.local_search import level_groups, node_classes, schedule_pricer
 from commcost.models import MODELS
 from commcost.models.hockney import HockneyParams
@@ -99,10 +99,11 @@ def main(seconds: float) -> None:
         base = Mapping.on_nodes(np.zeros(p, dtype=np.int64))
         price = schedule_pricer(schedule, plat, mod, base)
         plain = schedule_pricer(schedule, plat, mod, base, tie_break=False)
-        sequential = plain(sequential_start(p, PPN, len(plat.nodes)))
+        in_order = Mapping.sequential(plat, p, PPN).node_of_rank
+        sequential = plain(in_order)
         print(f"\n{name}: {schedule.ntransmissions:,} transmissions on {used} nodes; sequential "
               f"{sequential * 1e3:.3f} ms")
-        for label, start in (("sequential", sequential_start(p, PPN, len(plat.nodes))),
+        for label, start in (("sequential", in_order),
                              ("graph", graph_start(schedule, capacity, level_groups(plat)))):
             r = improve(price, start, capacity, swaps, seconds, classes=classes)
             print(f"  from {label:<10} {r.start_time_s * 1e3:9.3f} ms -> {r.time_s * 1e3:9.3f} ms  "

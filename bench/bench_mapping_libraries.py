@@ -60,7 +60,7 @@ from commcost.io.platform_file import load_platform
 from commcost.io.scotch_files import grid_adjacency, grid_graph_text, read_mapping, target_graph_text
 from commcost.mapping import improve
 from commcost.partition.arrangement import (Arrangement, _multiset_permutations, cost, exhaustive, factor_pairs,
-                                            heuristic, mpdata_volumes)
+                                            heuristic, mpdata_volumes, priced)
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples" / "grid5000"
@@ -177,7 +177,7 @@ def scotch_row(group, bh, bv) -> tuple[Arrangement, float, str, list[tuple[int, 
         h, w = volumes(r, c)
         mapping, moved = run_scotch(r, c, h, w, node_distance(group, bh, bv, h, w),
                                     lambda x, r=r, c=c: eq_cost(x, r, c, group, bh, bv))
-        a = _priced(grid_of(mapping, r, c), group, bh, bv)
+        a = priced(grid_of(mapping, r, c), group, bh, bv, volumes)
         shapes.append((r, c, mapping, moved))
         best = a if best is None or a.cost < best.cost else best
     spent = time.perf_counter() - started
@@ -214,7 +214,7 @@ def symmetrized_optimum_row(group, bh, bv) -> tuple[Arrangement, float, str, dic
         optima[(r, c)] = float(values[k])
         taken = {g: iter(m) for g, m in members.items()}
         node_of_cell = np.array([next(taken[int(g)]) for g in placements[k]], dtype=np.int64)
-        a = _priced(grid_of(node_of_cell, r, c), group, bh, bv)
+        a = priced(grid_of(node_of_cell, r, c), group, bh, bv, volumes)
         best = a if best is None or a.cost < best.cost else best
     return best, time.perf_counter() - started, "best under Scotch's objective", optima
 
@@ -249,7 +249,7 @@ def metis_row(group, bh, bv) -> tuple[Arrangement, float, str]:
             evened += moved > 0
             taken = [iter(m) for m in members]
             node_of_cell = np.array([next(taken[assign[k]]) for k in labels], dtype=np.int64)
-            a = _priced(grid_of(node_of_cell, r, c), group, bh, bv)
+            a = priced(grid_of(node_of_cell, r, c), group, bh, bv, volumes)
             if best is None or a.cost < best.cost:
                 best, best_moved = a, moved
     spent = time.perf_counter() - started
@@ -268,14 +268,9 @@ def local_search_row(group, bh, bv) -> tuple[Arrangement, float, str]:
         result = improve(lambda x, r=r, c=c: eq_cost(x, r, c, group, bh, bv), np.arange(p),
                          np.ones(p, dtype=np.int64), time_limit_s=LOCAL_SEARCH_S, seed=0)
         evaluations += result.evaluations
-        a = _priced(grid_of(result.node_of_rank, r, c), group, bh, bv)
+        a = priced(grid_of(result.node_of_rank, r, c), group, bh, bv, volumes)
         best = a if best is None or a.cost < best.cost else best
     return best, time.perf_counter() - started, f"{evaluations} evaluations"
-
-
-def _priced(grid: np.ndarray, group, bh, bv) -> Arrangement:
-    h, w = volumes(*grid.shape)
-    return Arrangement(grid, *cost(grid, group, bh, bv, h, w))
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from commcost.cli.main import main
 from commcost.cli.rankfile_runs import safe_rankfile_name
 from commcost.collectives import Case, Collective, build, find
 from commcost.io.platform_file import load_platform
-from commcost.mapping import graph_start, group_swaps, improve, round_robin_start, sequential_start
+from commcost.mapping import graph_start, group_swaps, improve
 from commcost.mapping.local_search import node_classes, schedule_pricer
 from commcost.mapping.starts import traffic_matrix
 from commcost.models import MODELS, PlacedSchedule
@@ -33,6 +33,11 @@ def _flat(nnodes: int, cores: int = 4) -> Platform:
     t = NodeType("t", cores)
     return Platform("flat", (t,), tuple(Node(f"n{i}", t) for i in range(nnodes)),
                     (Channel("shm", 0, "node", ("shm", "shm")), Channel("net", 1, "world", ("net",))))
+
+
+def _sequential(nprocs: int, ppn: int, nnodes: int) -> np.ndarray:
+    """map's sequential start: Mapping.sequential's nodes."""
+    return Mapping.sequential(_flat(nnodes), nprocs, ppn).node_of_rank
 
 
 def _hockney():
@@ -67,10 +72,10 @@ def test_node_classes_group_interchangeable_empty_nodes():
 
 
 def test_starts_fill_nodes_as_mpirun_does_and_refuse_too_few_nodes():
-    assert sequential_start(6, 4, 2).tolist() == [0, 0, 0, 0, 1, 1]
-    assert round_robin_start(6, 4, 2).tolist() == [0, 1, 0, 1, 0, 1]
-    with pytest.raises(Exception, match="need 3 nodes"):
-        sequential_start(9, 4, 2)
+    assert _sequential(6, 4, 2).tolist() == [0, 0, 0, 0, 1, 1]
+    assert Mapping.round_robin(_flat(2), 6, 2).node_of_rank.tolist() == [0, 1, 0, 1, 0, 1]
+    with pytest.raises(Exception, match="needs 3 nodes"):
+        _sequential(9, 4, 2)
 
 
 def _two_cliques(p: int = 8):
@@ -100,7 +105,7 @@ def test_local_search_improves_sequential_and_keeps_the_clique_placement_of_the_
     schedule, platform = _two_cliques(), _flat(2)
     price = schedule_pricer(schedule, platform, _hockney(), Mapping.on_nodes(np.zeros(8, dtype=np.int64)))
     capacity = np.array([4, 4])
-    stuck = improve(price, sequential_start(8, 4, 2), capacity, group_swaps(platform), time_limit_s=30)
+    stuck = improve(price, _sequential(8, 4, 2), capacity, group_swaps(platform), time_limit_s=30)
     assert stuck.converged and stuck.time_s <= stuck.start_time_s
     graph = improve(price, graph_start(schedule, capacity), capacity, group_swaps(platform), time_limit_s=30)
     assert graph.converged and np.bincount(graph.node_of_rank).tolist() == [4, 4]
@@ -128,21 +133,21 @@ def test_the_tie_breaker_walks_a_ring_off_the_plateau_of_its_slowest_link():
     platform = _flat(4)
     base = Mapping.on_nodes(np.zeros(16, dtype=np.int64))
     model = _hockney()
-    start = round_robin_start(16, 4, 4)
+    start = Mapping.round_robin(_flat(4), 16, 4).node_of_rank
     plain = improve(schedule_pricer(schedule, platform, model, base, tie_break=False), start, np.full(4, 4),
                     time_limit_s=30)
     assert plain.accepted == {} and plain.converged
     walked = improve(schedule_pricer(schedule, platform, model, base), start, np.full(4, 4), time_limit_s=30)
     busy = {label: model.price(PlacedSchedule.of(schedule, platform, Mapping.on_nodes(n))).rank_time_s.sum()
             for label, n in (("start", start), ("walked", walked.node_of_rank),
-                             ("sequential", sequential_start(16, 4, 4)))}
+                             ("sequential", _sequential(16, 4, 4)))}
     assert busy["walked"] <= busy["sequential"] * (1 + 1e-9) < busy["start"]
 
 
 def test_the_search_stops_at_its_evaluation_budget():
     schedule, platform = _two_cliques(), _flat(2)
     price = schedule_pricer(schedule, platform, _hockney(), Mapping.on_nodes(np.zeros(8, dtype=np.int64)))
-    result = improve(price, sequential_start(8, 4, 2), np.array([4, 4]), max_evaluations=3)
+    result = improve(price, _sequential(8, 4, 2), np.array([4, 4]), max_evaluations=3)
     assert result.evaluations == 3 and not result.converged
 
 

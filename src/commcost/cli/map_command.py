@@ -57,8 +57,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", required=True, type=Path, help="platform file (.toml)")
     p.add_argument("--params", required=True, type=Path, help="model parameters file (.toml)")
     p.add_argument("--model", required=True, help="the model whose predicted time the placement minimizes")
-    p.add_argument("--ppn", type=int, help="at most this many ranks per node (default the platform's [mapping] ppn, else "
-                                           "ceil(P / nodes))")
+    p.add_argument("--ppn", type=int, help="at most this many ranks per node (default the platform's [mapping] "
+                                           "ppn, else ceil(P / nodes))")
     p.add_argument("--nodes", type=int, help="the allocation: the platform's first N nodes (default "
                                              "ceil(P / ppn), as many as the sequential placement fills)")
     p.add_argument("--start", action="append",
@@ -201,24 +201,25 @@ def _partitioned_kernel(args: argparse.Namespace, platform) -> tuple:
 
 
 def _starts(args: argparse.Namespace, schedule, platform, ppn: int, capacity, own: dict) -> tuple[dict, list[str]]:
-    """The start placements asked for (name -> node_of_rank), and notes on those left out."""
+    """The start placements asked for (name -> node_of_rank), and notes on those left out: sequential
+    (rank p on node p div ppn), round-robin over the ceil(P / ppn) nodes sequential fills, random:SEED (a
+    seeded permutation of sequential), graph, file:PATH and the kernel's own (``own``)."""
     from commcost.io.mapping_file import load_mapping_file
-    from commcost.mapping import graph_start, round_robin_start, sequential_start
+    from commcost.mapping import graph_start
     from commcost.mapping.local_search import level_groups
+    from commcost.platform import Mapping
 
-    p, nnodes = schedule.nprocs, len(platform.nodes)
+    p = schedule.nprocs
     names = args.start or ["sequential", "round-robin", "graph", *own]
     starts, notes = {}, []
     for name in dict.fromkeys(names):
         kind, _, rest = name.partition(":")
         if name == "sequential":
-            starts[name] = sequential_start(p, ppn, nnodes)
+            starts[name] = Mapping.sequential(platform, p, ppn).node_of_rank
         elif name == "round-robin":
-            starts[name] = round_robin_start(p, ppn, nnodes)
+            starts[name] = Mapping.round_robin(platform, p, math.ceil(p / ppn)).node_of_rank
         elif kind == "random" and rest.isdigit():
-            import numpy as np
-
-            starts[name] = np.random.default_rng(int(rest)).permutation(sequential_start(p, ppn, nnodes))
+            starts[name] = Mapping.random(platform, p, ppn, int(rest)).node_of_rank
         elif name == "graph":
             try:
                 starts[name] = graph_start(schedule, capacity, level_groups(platform), args.seed)
@@ -264,6 +265,8 @@ def _map(args: argparse.Namespace) -> int:
             raise InputError(f"expected {flag} >= 1, got {value}", where=flag)
     if args.measure and args.out is None:
         raise InputError("--measure writes rankfiles and results: expected --out DIR", where="--measure")
+    if args.repeat < 1:
+        raise InputError(f"expected --repeat >= 1, got {args.repeat}", where="--repeat")
     schedule, name, own = _what(args, platform)
     if args.measure and schedule.has_dependencies:
         raise InputError("--measure runs schedules of phases; this one orders its transmissions by dependencies "
@@ -296,9 +299,11 @@ def _map(args: argparse.Namespace) -> int:
                for label, start in starts.items()}
     winner = min(results, key=lambda k: results[k].time_s)
     best = results[winner]
-    sequential = time_of(np.arange(p) // ppn)
-    out = {"schedule": name, "ranks": p, "ppn": ppn, "nodes_allocated": allocated, "model": args.model, "time_limit_s": args.time_limit,
-           "sequential_s": sequential, "best_start": winner, "optimized_s": best.time_s,
+    in_order = Mapping.sequential(platform, p, ppn).node_of_rank  # mpirun's default, the baseline
+    sequential = time_of(in_order)
+    out = {"schedule": name, "ranks": p, "ppn": ppn, "nodes_allocated": allocated, "model": args.model,
+           "time_limit_s": args.time_limit, "sequential_s": sequential, "best_start": winner,
+           "optimized_s": best.time_s,
            "gain_vs_sequential": sequential / best.time_s if best.time_s > 0 else 1.0,
            "starts": {label: {"start_s": r.start_time_s, "optimized_s": r.time_s, "evaluations": r.evaluations,
                               "seconds": r.seconds, "converged": r.converged, "accepted": r.accepted}
@@ -311,12 +316,12 @@ def _map(args: argparse.Namespace) -> int:
             notes.append(f"{len(moved)} rank(s) (first: rank {moved[0]}) now run on another node type than the "
                          "partition's host: its areas were balanced for those hosts' speeds, and map prices "
                          "communication only")
-    out["other_models"] = _other_models(args, params, schedule, platform, base, best.node_of_rank, ppn)
+    placements = {"optimized": best.node_of_rank, "sequential": in_order}
+    out["other_models"] = _other_models(args, params, schedule, platform, base, placements)
     if args.out is not None:
-        out["files"] = _write(args.out, platform, {"optimized": best.node_of_rank, "sequential": np.arange(p) // ppn},
-                              schedule)
+        out["files"] = _write(args.out, platform, placements, schedule)
     if args.measure:
-        out["measured"] = _measure(args, out, platform, schedule)
+        out["measured"] = _measure(args, out, platform, schedule, placements)
     if args.out is not None:
         (args.out / "map.json").write_text(json.dumps(out, indent=2))
     if args.format == OutputFormat.JSON.value:
@@ -336,10 +341,8 @@ def _located(price, args: argparse.Namespace):
     return located
 
 
-def _other_models(args, params, schedule, platform, base, optimized, ppn: int) -> dict[str, dict[str, float]]:
+def _other_models(args, params, schedule, platform, base, placements: dict) -> dict[str, dict[str, float]]:
     """The sequential and the optimized placement priced under each other model the params file can drive."""
-    import numpy as np
-
     from commcost.mapping.local_search import schedule_pricer
     from commcost.models import MODELS
 
@@ -350,7 +353,7 @@ def _other_models(args, params, schedule, platform, base, optimized, ppn: int) -
         try:
             model = MODELS[name](params.for_model(name)).with_reduction(params.reduction())
             price = schedule_pricer(schedule, platform, model, base, tie_break=False)
-            out[name] = {"sequential_s": price(np.arange(schedule.nprocs) // ppn), "optimized_s": price(optimized)}
+            out[name] = {"sequential_s": price(placements["sequential"]), "optimized_s": price(placements["optimized"])}
         except (InputError, KeyError, ValueError):
             continue  # the file has no parameters (or not all channels) for this model
     return out
@@ -376,21 +379,18 @@ def _write(out_dir: Path, platform, placements: dict, schedule) -> dict[str, str
     return files
 
 
-def _measure(args: argparse.Namespace, out: dict, platform, schedule) -> dict:
+def _measure(args: argparse.Namespace, out: dict, platform, schedule, placements: dict) -> dict:
     """Run the schedule (:mod:`commcost.cli.kernel_worker`) under the sequential and the optimized rankfile;
     the measured seconds and the measured and predicted sequential / optimized ratios."""
     import hashlib
 
     from commcost.cli.rankfile_runs import RankfileRun, run_under_rankfiles
 
-    if args.repeat < 1:
-        raise InputError(f"expected --repeat >= 1, got {args.repeat}", where="--repeat")
     digest = hashlib.sha256(Path(out["files"]["schedule"]).read_bytes()).hexdigest()
-    nodes = {"sequential": [platform.nodes[n].name for n in range(len(platform.nodes))
-                            for _ in range(out["ppn"])][: out["ranks"]], "optimized": out["nodes"]}
-    todo = {label: RankfileRun(Path(out["files"][f"{label} rankfile"]),
-                               ["commcost.cli.kernel_worker", "--schedule", str(Path(out["files"]["schedule"]).resolve()),
-                                "--repeat", str(args.repeat)],
+    nodes = {label: [platform.nodes[n].name for n in placements[label]] for label in ("sequential", "optimized")}
+    program = ["commcost.cli.kernel_worker", "--schedule", str(Path(out["files"]["schedule"]).resolve()),
+               "--repeat", str(args.repeat)]
+    todo = {label: RankfileRun(Path(out["files"][f"{label} rankfile"]), program,
                                args.out / f"measured_{label}.json",
                                {"schedule_sha256": digest, "placement": nodes[label], "repeat": args.repeat},
                                nodes[label])

@@ -87,10 +87,6 @@ def schedule_pricer(schedule: Schedule, platform: Platform, model: Model, base: 
     return price
 
 
-def _group_key(node, depth: int) -> tuple:
-    return tuple(node.groups[depth - 1:])
-
-
 class GroupSwaps:
     """Every swap of two equal-sized groups at one level of a platform (outermost level first, nodes last)
     that is not a relabeling, generated afresh on each iteration (N nodes make up to N(N-1)/2 node swaps:
@@ -100,24 +96,23 @@ class GroupSwaps:
         self.platform = platform
         self.levels = []
         for depth in range(len(platform.levels), -1, -1):
-            members: dict[tuple, list[int]] = {}
-            for n, node in enumerate(platform.nodes):
-                members.setdefault((n,) if depth == 0 else _group_key(node, depth), []).append(n)
-            self.levels.append((depth, list(members.items()),
-                                [_signature(platform, m, depth) for m in members.values()]))
+            number = platform.group_numbers(depth)
+            groups = [np.flatnonzero(number == g).tolist() for g in range(int(number.max()) + 1)]
+            self.levels.append((depth, groups, [_signature(platform, m, depth) for m in groups]))
 
     def __iter__(self) -> Iterator[Move]:
         nodes = self.platform.nodes
         for depth, groups, signatures in self.levels:
             level = self.platform.all_levels[depth]
-            for i, (ka, a) in enumerate(groups):
+            for i, a in enumerate(groups):
                 for j in range(i + 1, len(groups)):
-                    kb, b = groups[j]
+                    b = groups[j]
                     if len(a) != len(b):
                         continue
                     if self.platform.network is None and signatures[i] == signatures[j]:
                         continue  # same parent, same types and inner structure: a relabeling
-                    name_a, name_b = (nodes[a[0]].name, nodes[b[0]].name) if depth == 0 else (ka[0], kb[0])
+                    name_a, name_b = ((nodes[a[0]].name, nodes[b[0]].name) if depth == 0 else
+                                      (nodes[a[0]].groups[depth - 1], nodes[b[0]].groups[depth - 1]))
                     yield Move(level, name_a, name_b, tuple(a), tuple(b))
 
 
@@ -139,12 +134,7 @@ def _signature(platform: Platform, members: list[int], depth: int) -> tuple:
 
 def level_groups(platform: Platform) -> list[np.ndarray]:
     """A group number per node at each of the platform's levels, outermost first (for the graph start)."""
-    out = []
-    for depth in range(len(platform.levels), 0, -1):
-        keys = [_group_key(node, depth) for node in platform.nodes]
-        lookup = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-        out.append(np.array([lookup[key] for key in keys], dtype=np.int64))
-    return out
+    return [platform.group_numbers(depth) for depth in range(len(platform.levels), 0, -1)]
 
 
 def node_classes(platform: Platform) -> np.ndarray:
@@ -168,10 +158,12 @@ def improve(price: Price, start: np.ndarray, capacity: np.ndarray, swaps: Iterab
     node = np.asarray(start, dtype=np.int64).copy()
     capacity = np.asarray(capacity, dtype=np.int64)
     counts = np.bincount(node, minlength=len(capacity))
-    if len(counts) > len(capacity) or np.any(counts > capacity):
-        bad = int(np.flatnonzero(counts[: len(capacity)] > capacity)[0]) if len(counts) <= len(capacity) else -1
-        raise InputError(f"the start places more ranks on node {bad} than its {capacity[bad]} slots"
-                         if bad >= 0 else "the start places ranks beyond the platform's nodes", where="start")
+    if len(counts) > len(capacity):
+        raise InputError("the start places ranks beyond the platform's nodes", where="start")
+    over = np.flatnonzero(counts > capacity)
+    if len(over):
+        raise InputError(f"the start places more ranks on node {over[0]} than its {capacity[over[0]]} slots",
+                         where="start")
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     deadline = started + time_limit_s

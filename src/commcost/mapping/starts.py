@@ -1,11 +1,8 @@
-"""Placements a mapping search starts from: sequential, round-robin, and a partition of the traffic graph.
+"""The start of a mapping search that the usual placements do not give: a cut of the traffic graph.
 
-Each returns ``node_of_rank`` (the node index of each rank) filling the
-first ``ceil(P / ppn)`` nodes, at most ``ppn`` ranks each:
-
-- sequential: rank p on node p div ppn (mpirun's ``--map-by core``);
-- round-robin: rank p on node p mod ceil(P / ppn) (``--map-by node``);
-- graph: the schedule's traffic graph (bytes between each pair of ranks,
+(Sequential, round-robin and seeded random starts are
+:class:`commcost.platform.Mapping`'s own builders.) The graph start: the
+schedule's traffic graph (bytes between each pair of ranks,
   both directions, repeats counted) cut by METIS (pymetis) along the
   platform's levels, outermost first, down to nodes (recursive
   bipartitioning's idea, as Scotch maps onto a hierarchy): heavy
@@ -15,33 +12,10 @@ first ``ceil(P / ppn)`` nodes, at most ``ppn`` ranks each:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from commcost.errors import InputError
 from commcost.schedule import Schedule
-
-
-def _nodes_used(nprocs: int, ppn: int, nnodes: int) -> int:
-    if nprocs < 1 or ppn < 1:
-        raise InputError(f"expected at least one rank and one per node, got {nprocs} and {ppn}", where="--ppn")
-    used = math.ceil(nprocs / ppn)
-    if used > nnodes:
-        raise InputError(f"{nprocs} ranks at {ppn} per node need {used} nodes; the platform has {nnodes}",
-                         where="--ppn")
-    return used
-
-
-def sequential_start(nprocs: int, ppn: int, nnodes: int) -> np.ndarray:
-    """Rank p on node p div ppn."""
-    _nodes_used(nprocs, ppn, nnodes)
-    return np.arange(nprocs, dtype=np.int64) // ppn
-
-
-def round_robin_start(nprocs: int, ppn: int, nnodes: int) -> np.ndarray:
-    """Rank p on node p mod ceil(P / ppn): consecutive ranks on consecutive nodes."""
-    return np.arange(nprocs, dtype=np.int64) % _nodes_used(nprocs, ppn, nnodes)
 
 
 def traffic_matrix(schedule: Schedule):

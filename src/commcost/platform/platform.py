@@ -132,6 +132,11 @@ class Platform:
         """Levels from the innermost (node) to the outermost (world)."""
         return (NODE_LEVEL, *self.levels, WORLD_LEVEL)
 
+    def group_numbers(self, depth: int) -> np.ndarray:
+        """A number per node naming its group at ``all_levels[depth]`` (0: the node itself; numbered in order
+        of first appearance)."""
+        return self._group_index[depth]
+
     def node_index(self, name: str) -> int:
         """Index of the node called ``name``."""
         for index, node in enumerate(self.nodes):
