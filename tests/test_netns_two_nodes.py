@@ -444,16 +444,19 @@ def test_crossing_pairs_share_the_trunk_and_delta_is_its_inverse_rate(tmp_path, 
         shm = shlex.join(cluster.mpirun(2, extra=["--host", f"{cluster.nodes[0]}:2", *YIELD]))
         tcp = shlex.join(cluster.mpirun(4, extra=["--map-by", "slot", "--oversubscribe", *YIELD]))
         cal = tmp_path / "cal"
-        proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "4", "--budget", "90",
+        proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "4", "--budget", "180",
                                "--benchmarks", "pingpong,crossing", "--sizes", "8,1KiB,16KiB,128KiB,512KiB",
                                "--quiet", "--out", str(cal), "--channel-launcher", f"shm={shm}",
                                "--channel-launcher", f"tcp={tcp}"],
-                              capture_output=True, text=True, timeout=240, env=ENV)
+                              capture_output=True, text=True, timeout=330, env=ENV)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {(m.tau, m.nbytes): m for m in read_measurements(cal / "measurements.csv")
             if m.benchmark == "crossing" and m.channel == "tcp"}
     assert {m.nnodes for m in rows.values()} == {4}
     big = 512 << 10
+    # 75 s of the budget used here; a slower CI machine spent 90 s before the last point (2 pairs, 512 KiB),
+    # so the budget is a generous ceiling, not the expected time
+    assert {(1, big), (2, big)} <= rows.keys(), proc.stdout + proc.stderr
     # two pairs share the trunk: 1.5x-2.1x one pair measured here (2x on an idle link; the module's other
     # cluster and 4 ranks on 2 cores disturb it), where the nodes' own links would give 1x
     assert rows[(2, big)].time_s_median > 1.3 * rows[(1, big)].time_s_median
