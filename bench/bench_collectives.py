@@ -8,6 +8,12 @@ Run: ``python bench/bench_collectives.py [--quick]``. Prints figures; asserts no
   examples/params): the size sweep of ``price_grid`` (one build per size class,
   one pass over all sizes), against building and pricing every case on its own
   in the same run. Best and median of 5 runs (the machine may be shared).
+* The same grid as ``commcost select`` prices it: branch and bound
+  (:func:`commcost.selection.select.select`), a candidate skipped at a size
+  where a lower bound already reaches the best time so far (the tau-Lop
+  floor of :mod:`commcost.models.taulop.floor` for dependency schedules,
+  the pipeline floor for phased ones), dependencies against phase
+  barriers, and the picks checked against pricing every case.
 * One binomial and one knomial broadcast of 64 KiB at P = 1,000,000
   (31,250 nodes of 32): build time and pricing time.
 
@@ -31,7 +37,9 @@ from commcost.io.params_file import load_params
 from commcost.models import PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
-from commcost.selection.grid import price_grid
+from commcost.selection.decision import Choice
+from commcost.selection.grid import price_grid, price_sizes
+from commcost.selection.select import select
 
 ROOT = Path(__file__).resolve().parent.parent
 PPN = 32
@@ -98,6 +106,8 @@ def main() -> None:
             spent.append(time.perf_counter() - t0)
         print(f"    {algorithm.name:<24} {spent[0]:8.3f} {spent[1]:8.3f} {spent[0] / spent[1]:6.2f}x")
 
+    select_figures(bcasts, procs, sizes, platform, mapping_of, model, grid)
+
     big = 1_000_000
     platform = cluster(big // PPN)
     t0 = time.perf_counter()
@@ -122,6 +132,39 @@ def main() -> None:
               f"(dependencies / barriers: {(t2 - t1) / (t4 - t3):.2f}x the time; build + price "
               f"{(t2 - t0) / (t1 - t0 + t4 - t3):.2f}x); predicted {old.time_s * 1e3:.3f} ms "
               f"({old.time_s / cost.time_s:.2f}x the dependency price)")
+
+
+def select_figures(bcasts, procs, sizes, platform, mapping_of, model, grid) -> None:
+    """The grid as ``commcost select`` prices it (branch and bound), dependencies against phase barriers."""
+    choices = [Choice(a, {p.name: p.default for p in a.params}) for a in bcasts]
+    mappings = {p: mapping_of(p) for p in procs}
+
+    def pricer(barriers: bool):
+        def price(choice, nprocs, at, bound=None):
+            return price_sizes(choice.algorithm, dict(choice.params), nprocs, at, platform, mappings[nprocs], model,
+                               bound=bound, phase_barriers=barriers)
+        return price
+
+    results = {}
+    for barriers in (False, True):
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            result = select(Collective.BCAST, "ompi", choices, procs, sizes, pricer(barriers))
+            runs.append(time.perf_counter() - t0)
+        results[barriers] = (result, min(runs), float(np.median(runs)))
+    print("selection as `commcost select` prices it (branch and bound: a candidate is skipped where a lower "
+          "bound reaches the best so far):")
+    for barriers, label in ((False, "dependencies (prediction)"), (True, "old phase barriers")):
+        result, best, median = results[barriers]
+        skipped = int(np.isinf(result.time_s).sum() - np.isinf(grid.time_s).sum())
+        print(f"  {label:<26} best {best:.3f} s, median {median:.3f} s of 3; {skipped} of {result.time_s.size} "
+              "candidate prices skipped")
+    dep = results[False][0]
+    print(f"  dependencies / phase barriers, time to select: {results[False][1] / results[True][1]:.2f}x")
+    same = bool(np.array_equal(dep.best_index, grid.best())) and np.allclose(dep.best_time_s, grid.time_s.min(axis=0),
+                                                                              rtol=1e-12)
+    print(f"  picks and their times equal to pricing every case: {same}")
 
 
 if __name__ == "__main__":

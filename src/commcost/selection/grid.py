@@ -62,7 +62,10 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     class, one pass per class when the model can sweep (see the module docstring).
 
     With ``bound`` (seconds per size, e.g. the best time of other algorithms), a size where a cheap
-    lower bound already reaches the bound is not priced and gets ``inf``: it cannot be the fastest.
+    lower bound already reaches the bound is not priced and gets ``inf``: it cannot be the fastest. The
+    bounds: a pipeline's phases each last at least one lone transmission of its last segment; a dependency
+    schedule under a model with ``floor_scaled`` (tau-Lop: :mod:`commcost.models.taulop.floor`) takes at
+    least the longest path of its waits at each transmission's least duration.
     An algorithm the library does not run on ``nprocs`` ranks gets ``inf`` at every size.
     ``phase_barriers``: see :func:`price_grid`.
     """
@@ -111,13 +114,21 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
         if phase_barriers:
             schedule = schedule.without_dependencies()
-        if key > 0:
+        if key > 0 or schedule.has_dependencies:
             placed = PlacedSchedule.of(schedule, platform, mapping)
-            factors = np.array([sizes[i] for i in members], dtype=np.float64) / key
-            out[members] = model.price_scaled(placed, factors)  # type: ignore[attr-defined]
-            continue
-        if schedule.has_dependencies:  # no phases to share: the last end
-            out[members[0]] = model.total_time_s(PlacedSchedule.of(schedule, platform, mapping))
+            factors = np.array([sizes[i] for i in members], dtype=np.float64) / nbytes
+            if bound is not None and schedule.has_dependencies and hasattr(model, "floor_scaled"):
+                # branch and bound: a size whose floor reaches the bound cannot be the fastest
+                hopeless = model.floor_scaled(placed, factors) >= bound[members]
+                out[[i for i, h in zip(members, hopeless) if h]] = np.inf
+                members = [i for i, h in zip(members, hopeless) if not h]
+                factors = factors[~hopeless]
+            if not members:
+                continue
+            if key > 0:
+                out[members] = model.price_scaled(placed, factors)  # type: ignore[attr-defined]
+            else:  # a dependency schedule has no phases to share: its last end
+                out[members[0]] = model.total_time_s(placed)
             continue
         # sizes whose schedules differ only in how often phases repeat (a long pipeline's steady steps)
         # share one pricing of the phases

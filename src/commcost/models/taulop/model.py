@@ -11,6 +11,7 @@ from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
 from commcost.models.symmetry import MIN_TRANSMISSIONS, Fold, node_period, rank_shift_fold
 from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies, sweep_dependencies
+from commcost.models.taulop.floor import floor_times
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
@@ -198,6 +199,15 @@ class TauLop(Model):
                 ends = simulate_phase(scaled, laws, fast=False).job_end_s
                 phase_time[k, phase] = max(phase_time[k, phase], float(ends.max(initial=0.0)))
         return phase_time @ s.repeat
+
+    def floor_scaled(self, placed: PlacedSchedule, factors: np.ndarray) -> np.ndarray:
+        """A lower bound of :meth:`price_scaled` for a dependency schedule, at each factor, from one pass
+        over its waits (:mod:`.floor`): what branch and bound compares with the best time so far before
+        running the event engine."""
+        s = placed.schedule
+        if not s.has_dependencies:
+            raise ValueError("floors are for dependency schedules; a phased schedule is priced in full")
+        return floor_times(self.laws_for(placed), placed.channel, s.nbytes, s.src, s.after_ptr, s.after_idx, factors)
 
     def formula(self, placed: PlacedSchedule) -> tuple[algebra.Sum, list[algebra.Sum]]:
         """The paper's cost expression: the whole schedule (A1-merged) and each phase."""
