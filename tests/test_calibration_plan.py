@@ -12,7 +12,7 @@ import pytest
 from commcost.calibration.plan import (
     BCAST_SIZES, OMPI_BCAST_ALGORITHMS, SEGSIZE, Run, parse_benchmarks, plan_runs, row_ident, run_points,
 )
-from commcost.cli.calibrate_command import launch_line
+from commcost.cli.mpi_launch import launch_line
 from commcost.cli.main import main
 from commcost.closedform.ompi_bcast_calibration import calibrate_paper004, gamma_and_q
 from commcost.closedform.ompi_bcast_model import Paper004Params, experiment_coefficients

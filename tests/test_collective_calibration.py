@@ -20,7 +20,7 @@ import pytest
 from commcost.calibration.fit_collectives import (fit_algorithms, fit_scale, isotonic, one_node_pricer,
                                                   reduction_tables)
 from commcost.calibration.plan import COLLECTIVE_SIZES, REDUCTION_SIZES, Run, plan_runs, run_points
-from commcost.cli.calibrate_command import launch_line
+from commcost.cli.mpi_launch import launch_line
 from commcost.cli.main import main
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement, fit_times, measurement_columns, read_measurements

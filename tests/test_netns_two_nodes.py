@@ -17,13 +17,14 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from commcost.calibration.plan import Run
-from commcost.cli.calibrate_command import channel_launchers, launch_line
+from commcost.cli.mpi_launch import channel_launchers, launch_line
 from commcost.errors import InputError
 from commcost.io.measurements import read_measurements
 from commcost.io.params_file import load_params
@@ -67,10 +68,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsCluster]:
         yield built
 
 
+def _launch(line: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """Run an mpirun line; a launch that dies at start-up (PMIx's listener thread failed to start: a port
+    clash in the namespace) gets two more tries, as calibrate's runs do."""
+    for _ in range(3):
+        proc = subprocess.run(line, capture_output=True, text=True, timeout=timeout, env=env)
+        if proc.returncode == 0 or "failed to start" not in proc.stderr:
+            break
+        time.sleep(1.0)
+    return proc
+
+
 def _probe(cluster: NetnsCluster, mapping: str, *args: str) -> dict:
     """Run the probe program on 4 ranks mapped ``--map-by mapping``; its JSON."""
     line = cluster.mpirun(4, extra=["--map-by", mapping, *YIELD, *RING, sys.executable, str(PROBE), *args])
-    proc = subprocess.run(line, capture_output=True, text=True, timeout=90, env=ENV)
+    proc = _launch(line, ENV, 90)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -179,7 +191,7 @@ def _bcast_traffic(cluster: NetnsCluster, tmp_path: Path, nbytes: int, conf: Pat
         env["OMPI_MCA_mca_base_param_files"] = str(conf)
         forward = ["-x", "OMPI_MCA_mca_base_param_files"]
     line = cluster.mpirun(4, extra=[*forward, *mon, sys.executable, ompi_monitoring.__file__, "bcast", str(nbytes), "0"])
-    proc = subprocess.run(line, capture_output=True, text=True, timeout=120, env=env)
+    proc = _launch(line, env, 120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {pair: total for pair, (total, _) in ompi_monitoring.parse_profiles(prof).items() if total >= nbytes}
 
@@ -241,10 +253,7 @@ def _call_traffic(cluster: NetnsCluster, tmp_path: Path, collective: str, nbytes
                "--mca", "pml_monitoring_filename", str(prof / "prof"), *YIELD]
         line = cluster.mpirun(4, extra=[*forward, *mon, sys.executable, ompi_monitoring.__file__, collective,
                                         str(nbytes), str(root), str(calls)])
-        for _ in range(2):  # a launch that dies at start-up (PMIx listener) gets one retry, as calibrate's do
-            proc = subprocess.run(line, capture_output=True, text=True, timeout=120, env=env)
-            if proc.returncode == 0 or "failed to start" not in proc.stderr:
-                break
+        proc = _launch(line, env, 120)
         assert proc.returncode == 0, proc.stderr[-2000:]
         totals.append(ompi_monitoring.parse_profiles(prof))
     once, twice = totals

@@ -33,7 +33,7 @@ import json
 import time
 from pathlib import Path
 
-from commcost.cli.main import OutputFormat, command
+from commcost.cli.registry import OutputFormat, command
 from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
 
@@ -110,7 +110,7 @@ def process_groups(platform, bandwidths, level: str | None, ppn: int, source: Pa
 def _derived_bandwidths(args: argparse.Namespace, platform, hw: tuple[float, float]):
     """b_H and b_V between the groups of ``--level`` (default the innermost above nodes) from ``--bandwidths-from``'s
     model of ``--params`` (:mod:`commcost.partition.model_bandwidths`), at the message sizes ``hw``."""
-    from commcost.cli.main import strictness
+    from commcost.cli.options import strictness
     from commcost.io.bandwidths_file import Bandwidths
     from commcost.io.params_file import load_params
     from commcost.models import MODELS

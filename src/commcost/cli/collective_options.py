@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from commcost.cli.main import _algorithm_params, collective_case
+from commcost.cli.options import algorithm_params, collective_case
 from commcost.errors import InputError
 
 
@@ -33,7 +33,7 @@ def collective_schedule(args: argparse.Namespace):
         algorithm = find(case.collective, args.algorithm)
     except InputError as exc:
         raise exc.located(where="--algorithm") from None
-    given = _algorithm_params(args.param)
+    given = algorithm_params(args.param)
     try:
         return algorithm, build(algorithm, case, given).schedule
     except ScheduleTooLarge as exc:

@@ -14,7 +14,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.main import add_strict_option, command, strictness
+from commcost.cli.options import add_strict_option, strictness
+from commcost.cli.registry import command
 from commcost.errors import InputError
 
 
@@ -142,7 +143,7 @@ def _fit_from_collectives(args: argparse.Namespace):
 @command("evaluate-selection", "fit on one measurements table and score the model's selection on another",
          _configure)
 def _evaluate(args: argparse.Namespace) -> int:
-    from commcost.cli.main import _load_mapping
+    from commcost.cli.options import load_mapping
     from commcost.collectives import Collective
     from commcost.io.platform_file import load_platform
     from commcost.models import MODELS
@@ -167,9 +168,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     procs = sorted({p for p, _ in measured})
     sizes = sorted({n for _, n in measured})
     choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
-    price = schedule_pricer(model, platform, lambda n: _load_mapping(args, platform, spec, n), args.root)
+    price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root)
     if args.algorithm_fit:
-        from commcost.cli.select_command import _with_algorithm_fits
+        from commcost.cli.select_command import with_algorithm_fits
 
         if args.train.suffix.lower() != ".toml" and not args.from_collectives:
             raise InputError("per-algorithm fits come from a parameter file or --from-collectives; expected "
@@ -180,7 +181,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.from_collectives and not params.sections.get(ALGORITHM_FIT, {}).get(collective.value):
             scaled = False  # cross-validation over P kept no per-algorithm scale for this collective
         else:
-            price = _with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
+            price = with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
                                                             params=args.train), params, price)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
 

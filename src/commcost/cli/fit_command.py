@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commcost.cli.main import OutputFormat, command
+from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
 OMPI_BCAST = "ompi-bcast"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options, collective_schedule
-from commcost.cli.main import command
+from commcost.cli.registry import command
 from commcost.errors import InputError
 
 

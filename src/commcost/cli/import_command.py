@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from commcost.cli.main import command
+from commcost.cli.registry import command
 
 
 def _common(p: argparse.ArgumentParser, with_nprocs: bool) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.main import OutputFormat, command
+from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
 KERNELS = ("summa", "wave2d")
@@ -38,7 +38,7 @@ def kernel_schedule(args: argparse.Namespace, part):
 
 def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> int:
     """Price a kernel on a partition; for hloggp also under paper 000's kernel rule."""
-    from commcost.cli.main import _load_mapping, _price
+    from commcost.cli.options import load_mapping, price_placed
     from commcost.closedform import hloggp_kernels
     from commcost.io.partition_file import read_partition
     from commcost.models import PlacedSchedule
@@ -51,13 +51,13 @@ def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> i
     part = read_partition(args.partition)
     schedule = kernel_schedule(args, part)
     if args.mapping:
-        mapping = _load_mapping(args, platform, spec, part.nprocs)
+        mapping = load_mapping(args, platform, spec, part.nprocs)
     else:
         try:
             mapping = Mapping.from_node_names(platform, list(part.hosts))
         except InputError as exc:
             raise exc.located(source=str(args.partition), where="host") from None
-    costs = [_price(args, schedule, platform, mapping, model)]
+    costs = [price_placed(args, schedule, platform, mapping, model)]
     if args.model == "hloggp":
         try:
             costs.append(hloggp_kernels.price(PlacedSchedule.of(schedule, platform, mapping),

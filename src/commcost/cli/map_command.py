@@ -37,7 +37,7 @@ import math
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options
-from commcost.cli.main import OutputFormat, command
+from commcost.cli.registry import OutputFormat, command
 from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
 
@@ -45,11 +45,11 @@ KERNELS = ("mpdata", "summa", "wave2d")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    from commcost.cli.main import _collectives
+    from commcost.cli.options import collectives
 
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--schedule", type=Path, help="schedule file (.json or .toml)")
-    what.add_argument("--collective", choices=[c.value for c in _collectives()], help="a collective algorithm")
+    what.add_argument("--collective", choices=[c.value for c in collectives()], help="a collective algorithm")
     what.add_argument("--kernel", choices=KERNELS, help="a data-parallel kernel (mpdata: paper 002; summa, "
                                                         "wave2d: paper 000 on --partition)")
     what.add_argument("--pattern", choices=("spmv", "spgemm"),
@@ -246,7 +246,7 @@ def _starts(args: argparse.Namespace, schedule, platform, ppn: int, capacity, ow
 def _map(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from commcost.cli.main import strictness
+    from commcost.cli.options import strictness
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
     from commcost.mapping import group_swaps, improve

@@ -20,7 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from commcost.cli.main import add_strict_option, command, strictness
+from commcost.cli.options import add_strict_option, strictness
+from commcost.cli.registry import command
 from commcost.errors import InputError
 
 NETWORKS = ("shm", "tcp")
@@ -158,7 +159,7 @@ def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: P
 @command("measure-kernel", "run SUMMA or Wave2D's communication with MPI and compare with predictions (paper 000)",
          _configure)
 def _measure_kernel(args: argparse.Namespace) -> int:
-    from commcost.cli.calibrate_command import find_mpirun
+    from commcost.cli.mpi_launch import find_mpirun
     from commcost.io.partition_file import read_partition
     from commcost.kernels import summa, wave2d
     from commcost.report.kernel_validation import KernelRun

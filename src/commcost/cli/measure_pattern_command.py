@@ -32,7 +32,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from commcost.cli.main import add_strict_option, command
+from commcost.cli.options import add_strict_option
+from commcost.cli.registry import command
 from commcost.errors import InputError
 
 
@@ -119,7 +120,7 @@ def predict(schedule, platform, mapping, params, models: list[str], order: str) 
 @command("measure-pattern", "run a sparse kernel's irregular exchange with MPI and compare with predictions "
                             "(paper 001)", _configure)
 def _measure_pattern(args: argparse.Namespace) -> int:
-    from commcost.cli.calibrate_command import find_mpirun
+    from commcost.cli.mpi_launch import find_mpirun
     from commcost.cli.measure_kernel_command import params_and_models, report_runs, run_rank_program
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.report.kernel_validation import KernelRun

@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.main import OutputFormat, command
+from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
 

@@ -45,7 +45,7 @@ def _postal(params):
 
 def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> int:
     """Price the pattern per level and print the table (or JSON), and the plot when asked."""
-    from commcost.cli.main import _load_mapping
+    from commcost.cli.options import load_mapping
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.models import MODELS, PlacedSchedule
 
@@ -58,7 +58,7 @@ def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> 
     partition = str(args.partition) if args.partition is not None else "contiguous"
     matrix = read_matrix(args.matrix)
     levels = pattern_levels(matrix, args.pattern, args.procs, partition, args.amg_levels, args.value_bytes)
-    mapping = _load_mapping(args, platform, spec, args.procs)
+    mapping = load_mapping(args, platform, spec, args.procs)
     maxrate = args.model == "maxrate"
     postal = MODELS["maxrate"](_postal(model.params)) if maxrate else None
     rows = []

@@ -64,7 +64,7 @@ class RankfileRun:
 def run_under_rankfiles(runs: dict[str, RankfileRun], *, nprocs: int, launcher: str | None, mpirun: str | None,
                         timeout: float, command: str) -> dict[str, dict]:
     """Each run's JSON result by label (reused when written before for the same ``wanted``)."""
-    from commcost.cli.calibrate_command import find_mpirun
+    from commcost.cli.mpi_launch import find_mpirun
     from commcost.cli.measure_kernel_command import local_mpirun_line, run_rank_program
 
     out = {}

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.main import PAPER004, add_strict_option, command, strictness
+from commcost.cli.options import PAPER004, add_strict_option, strictness
+from commcost.cli.registry import command
 from commcost.errors import InputError
 
 FORMATS = ("table", "json", "csv")
@@ -70,7 +71,7 @@ def variables(args: argparse.Namespace) -> dict[str, list[int]]:
 
 def make_pricer(args: argparse.Namespace, procs: list[int]):
     """The platform, a mapping per P and a pricer for the chosen model; errors name the file."""
-    from commcost.cli.main import _load_mapping
+    from commcost.cli.options import load_mapping
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
     from commcost.models import MODELS
@@ -79,8 +80,8 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
     platform, spec = load_platform(args.platform)
     params = load_params(args.params, strict=strictness(args))
     for nprocs in (procs[0], procs[-1]):  # fail early, with the option or file named, if P does not fit
-        _load_mapping(args, platform, spec, nprocs)
-    mapping_of = lambda nprocs: _load_mapping(args, platform, spec, nprocs)  # noqa: E731
+        load_mapping(args, platform, spec, nprocs)
+    mapping_of = lambda nprocs: load_mapping(args, platform, spec, nprocs)  # noqa: E731
     if args.model == PAPER004:
         if args.collective != "bcast" or args.library != "ompi":
             raise InputError(f"--model {PAPER004} models Open MPI broadcasts; expected bcast and --library ompi",
@@ -92,11 +93,11 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
         raise exc.located(source=str(args.params)) from None
     price = schedule_pricer(model, platform, mapping_of, args.root)
     if getattr(args, "algorithm_fit", False):
-        price = _with_algorithm_fits(args, params, price)
+        price = with_algorithm_fits(args, params, price)
     return price
 
 
-def _with_algorithm_fits(args: argparse.Namespace, params, price):
+def with_algorithm_fits(args: argparse.Namespace, params, price):
     """:func:`commcost.selection.select.scaled_pricer` with the file's fits for ``args.collective``; a fit made
     under another model than ``--model`` is an error naming the file and the field."""
     from commcost.io.params_file import ALGORITHM_FIT
@@ -171,9 +172,9 @@ def _select(args: argparse.Namespace) -> int:
                                     "params": dict(chosen[i][j].params),
                                     "time_s": float(result.best_time_s[i, j]),
                                     **({"ompi_default": default[i][j].label if default[i][j] else None,
-                                        "ompi_default_time_s": _finite(default_s[i, j])} if default else {})}
+                                        "ompi_default_time_s": finite_or_none(default_s[i, j])} if default else {})}
                                    for i, p in enumerate(procs) for j, m in enumerate(sizes)],
-                          **({"ompi_default_penalty": _predicted_penalty(default_s, result)} if default else {})},
+                          **({"ompi_default_penalty": predicted_penalty(default_s, result)} if default else {})},
                          indent=2))
     elif args.format == "csv":
         print(grid_csv(procs, sizes, {
@@ -188,7 +189,7 @@ def _select(args: argparse.Namespace) -> int:
         print(render_rules(result.selection, title))
         if default:
             print()
-            print(render_penalties({"Open MPI default": _predicted_penalty(default_s, result)},
+            print(render_penalties({"Open MPI default": predicted_penalty(default_s, result)},
                                    f"Open MPI's default ({HAN_FIRST if han_default(collective) else ''}tuned's "
                                    f"fixed decision on one) against the model's choice, both priced by {args.model}:"))
         if args.plot:
@@ -242,7 +243,7 @@ def han_default(collective):
     return Choice(algorithm, algorithm.resolve_params())
 
 
-def _predicted_penalty(default_s, result) -> dict:
+def predicted_penalty(default_s, result) -> dict:
     """The summary of Open MPI's default against the model's best, by the model (paper 004 Table 3 style)."""
     import numpy as np
 
@@ -251,7 +252,8 @@ def _predicted_penalty(default_s, result) -> dict:
     return summary_of(100.0 * (default_s / result.best_time_s - 1.0), np.isfinite(default_s))
 
 
-def _finite(value: float):
+def finite_or_none(value: float) -> float | None:
+    """A time for a JSON report: the value, or None where it is NaN or infinite."""
     return float(value) if value == value and value != float("inf") else None
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from commcost.calibration.plan import TIMED_COLLECTIVES
-from commcost.cli.calibrate_command import NETWORK_CHANNELS, channel_launchers, check_launch_line
-from commcost.cli.main import command, main
+from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
+from commcost.cli.registry import command, run_command
 from commcost.errors import InputError
 
 VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
@@ -72,31 +72,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged "
                         f"or the fit's mean proportional error exceeds {MU_BOUND}")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true", help="print calibrate's plan and launch lines, then stop")
     p.add_argument("--from-measurements", type=Path, metavar="CSV",
                    help="skip calibrating: fit Hockney to the measured forced collective algorithms of CSV (OSU "
                         "sweeps, commcost import coltune) and go straight to select and the files; needs "
                         "--platform; no measured check unless --verify-launcher")
     p.add_argument("--platform", type=Path, help="--from-measurements: the platform the measurements ran on (.toml)")
-
-
-def slurm_lines(nodes: int, ppn: int, procs: int) -> dict[str, str]:
-    """srun lines for a calibration inside a Slurm allocation: ``shm`` all ``procs`` ranks on one node,
-    ``tcp`` ``procs`` ranks on two nodes placed alternately (ranks 0 and 1 of the ping-pong on different
-    nodes), ``verify`` ``nodes`` x ``ppn`` ranks in blocks, as the rules assume."""
-    import shutil
-
-    if nodes < 2:
-        raise InputError(f"expected at least 2 nodes, got {nodes}", where="--nodes")
-    if procs > ppn:
-        raise InputError(f"the shm runs put --procs {procs} ranks on one node of --ppn {ppn}; expected --procs "
-                         f"<= --ppn", where="--procs")
-    if shutil.which("srun") is None:
-        raise InputError("--nodes builds srun lines and there is no srun on PATH; on another launcher give "
-                         "--channel-launcher shm=... --channel-launcher tcp=... and --verify-launcher",
-                         where="--nodes")
-    return {"shm": f"srun -N 1 -n {procs} --cpu-bind=none",
-            "tcp": f"srun -N 2 -n {procs} --distribution=cyclic --cpu-bind=none",
-            "verify": f"srun -N {nodes} --ntasks-per-node {ppn} --distribution=block --cpu-bind=none"}
 
 
 def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
@@ -209,7 +190,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
         from commcost.io.mpich_json import read_mpich_json
 
         read_mpich_json(args.mpich_base)  # a missing or broken base file fails now, not after calibrating
-    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.dry_run:
+        args.out.mkdir(parents=True, exist_ok=True)
 
     # 1. calibrate + fit
     calibrate_s = args.budget - reserve - verify_s
@@ -223,8 +205,10 @@ def _tune_steps(args: argparse.Namespace) -> int:
         calibrate.append("--quiet")
     if args.fresh:
         calibrate.append("--fresh")
+    if args.dry_run:  # then fit, select, rules and the measured check follow from what calibrate measures
+        return run_command([*calibrate, "--dry-run"])
     print(f"[1/4] calibrating with {args.procs} ranks ({calibrate_s:.0f} s budget)", flush=True)
-    code = main(calibrate)
+    code = run_command(calibrate)
     if code != 0:
         return code
     params_path = args.out / "params.toml"
@@ -273,7 +257,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
         if left < VERIFY_MIN_S / 2:
             print("  not measured: the budget is spent (commcost verify OUT measures it later)", flush=True)
         else:
-            code = main(_verify_args(args, collectives, launchers, left))
+            code = run_command(_verify_args(args, collectives, launchers, left))
     report = {"commcost_tune": provenance_lines(params, params_path, model, args.ppn), "model": model,
               "parameters": str(params_path.resolve()),
               "converged_share": share, "points": params.meta.get("points"),
@@ -405,7 +389,7 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     if conf is not None and args.verify_launcher and not args.no_verify:
         left = args.budget - (time.monotonic() - started) - 2.0
         print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'}", flush=True)
-        code = main(_verify_args(args, collectives, {}, left))
+        code = run_command(_verify_args(args, collectives, {}, left))
     else:
         print("\n[4/4] not timed here (the measurements came from elsewhere): run commcost verify "
               f"{args.out} on the machine", flush=True)
@@ -452,7 +436,7 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
     """One selection through the select command's own pieces, midpoints priced where picks change and
     Open MPI's default kept where the predicted gain is under ``--min-gain``; returns (the Selection to
     write, report text, the per-point confidence for report.json)."""
-    from commcost.cli.select_command import _finite, _predicted_penalty, make_pricer, ompi_default_times, variables
+    from commcost.cli.select_command import finite_or_none, predicted_penalty, make_pricer, ompi_default_times, variables
     from commcost.report.selection_report import plot_map, render_penalties, render_rules
     from commcost.selection.confidence import margins, region_counts, regions
     from commcost.selection.select import candidates, keep_default, picks_or_default, refine, select
@@ -490,7 +474,7 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
              f"{counts['extrapolated']} extrapolated (beyond {calibration['procs']} ranks or the measured sizes "
              f"{calibration['sizes'][0]}..{calibration['sizes'][1]} B)")
     if default:
-        text += "\n" + render_penalties({"Open MPI default": _predicted_penalty(default_s, result)},
+        text += "\n" + render_penalties({"Open MPI default": predicted_penalty(default_s, result)},
                                         "  Open MPI's default (han on several nodes, else tuned's fixed decision), "
                                         "priced by the same model:")
     best = result.best_index
@@ -500,10 +484,10 @@ def _select_one(args, collective, library: str, model: str, params_path: Path, p
             runner = result.choices[runner_up[i, j]] if runner_up[i, j] >= 0 else None
             points.append({
                 "nprocs": nprocs, "nbytes": nbytes, "best": result.choices[best[i, j]].label,
-                "best_s": _finite(result.time_s[best[i, j], i, j]),
-                "runner_up": runner.label if runner is not None else None, "margin": _finite(margin[i, j]),
+                "best_s": finite_or_none(result.time_s[best[i, j], i, j]),
+                "runner_up": runner.label if runner is not None else None, "margin": finite_or_none(margin[i, j]),
                 "default": (default[i][j].label if default and default[i][j] is not None else None),
-                "default_s": _finite(default_s[i, j]) if default else None,
+                "default_s": finite_or_none(default_s[i, j]) if default else None,
                 "rule": None if kept[i, j] else result.choices[best[i, j]].label, "region": region[i][j]})
     info = {"kept_default": int(kept.sum()), "points": kept.size, "regions": counts,
             "margin_median": float(np.median(finite)) if finite.size else None,

@@ -28,7 +28,7 @@ import math
 import time
 from pathlib import Path
 
-from commcost.cli.main import OutputFormat, command
+from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
 LABELS = ("default", "rules")
@@ -86,12 +86,12 @@ def _spread(sizes: list[int], most: int) -> list[int]:
 
 def plan_points(args: argparse.Namespace, rules, collectives, nprocs: int) -> dict:
     """``{collective: sizes}``: the sizes to time per collective."""
-    from commcost.cli.calibrate_command import _sizes
+    from commcost.cli.calibrate_command import parse_sizes_option
     from commcost.io.deployed_rules import probe_sizes
     from commcost.units import parse_nbytes
 
     if args.sizes:
-        given = _sizes(args.sizes)
+        given = parse_sizes_option(args.sizes)
         return {c: given for c in collectives}
     try:
         high = int(parse_nbytes(args.max_nbytes))
@@ -147,7 +147,7 @@ def environments(conf: Path, system: Path | None = None) -> dict[str, dict[str, 
 def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list[str]:
     """Per rank count, run the default and the rules side (equal shares of the budget); the failed launches."""
     from commcost.calibration.plan import Run
-    from commcost.cli.calibrate_command import find_mpirun, launch_line, run_worker, worker_args
+    from commcost.cli.mpi_launch import find_mpirun, launch_line, run_worker, worker_args
     from commcost.io.measurements import read_measurements
 
     mpirun = None if args.launcher else find_mpirun(args.mpirun)

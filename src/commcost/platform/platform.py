@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -19,7 +19,13 @@ from commcost.errors import InputError
 
 if TYPE_CHECKING:
     from commcost.platform.network import Torus3D
-    from commcost.platform.mapping import Mapping
+
+class Placement(Protocol):
+    """What the platform needs of a placement: the node index of every rank (a
+    :class:`~commcost.platform.mapping.Mapping`, which imports this module, not the other way round)."""
+
+    node_of_rank: np.ndarray
+
 
 NODE_LEVEL = "node"
 WORLD_LEVEL = "world"
@@ -161,7 +167,7 @@ class Platform:
             level = np.where(same & (level > depth), depth, level)
         return level
 
-    def channel_indices(self, mapping: "Mapping", src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    def channel_indices(self, mapping: Placement, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Index into ``channels`` of the channel joining each (src, dst) pair of ranks."""
         node = mapping.node_of_rank
         levels = self.level_between_nodes(node[np.asarray(src)], node[np.asarray(dst)])
@@ -177,7 +183,7 @@ class Platform:
         return chosen
 
     def contention_domains(
-        self, mapping: "Mapping", src: np.ndarray, channel_index: np.ndarray, dst: np.ndarray | None = None
+        self, mapping: Placement, src: np.ndarray, channel_index: np.ndarray, dst: np.ndarray | None = None
     ) -> np.ndarray:
         """A number per transmission; equal numbers share a channel's capacity (tau-Lop's tau): the whole
         channel, the sending node (``node``) or the receiving node (``receiver-node``, which needs ``dst``;

@@ -1,0 +1,113 @@
+"""Options and helpers that several commands share: strictness, placements, pricing, collective cases.
+
+What for: a command declares and reads these the same way as every other
+(``predict``, ``select``, ``partition``, ``pattern``, ``evaluate-selection``
+and ``map`` place ranks with :func:`load_mapping`); this module imports no
+command, so commands import it without cycles.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from commcost.errors import InputError
+
+if TYPE_CHECKING:
+    from commcost.collectives import Case
+
+PAPER004 = "ompi_bcast_model"  # paper 004's model: whole algorithms, not schedules
+
+
+def add_strict_option(p: argparse.ArgumentParser) -> None:
+    """``--strict``: refuse parameter tables that break their model's constraints (default: load them as
+    measured, with one warning per table)."""
+    p.add_argument("--strict", action="store_true",
+                   help="refuse tau-Lop tables that break the model's constraints (default: warn and load "
+                        "them as measured; a file's [taulop] strict = true does the same)")
+
+
+def strictness(args: argparse.Namespace) -> bool | None:
+    """What ``--strict`` asks of ``load_params``: True to refuse, None to let the file decide (commands that
+    build their options without it, as tune does for select, leave it to the file)."""
+    return True if getattr(args, "strict", False) else None
+
+
+def collectives():
+    """Every collective, in the registry's order (for choices of options)."""
+    from commcost.collectives import Collective
+
+    return list(Collective)
+
+
+def load_mapping(args: argparse.Namespace, platform, spec, nprocs: int):
+    from commcost.io.mapping_spec import MappingKind, MappingSpec, parse_mapping_option
+
+    base_dir = args.platform.parent
+    where = "mapping"
+    if args.mapping:
+        try:
+            spec = parse_mapping_option(args.mapping)
+        except InputError as exc:
+            raise exc.located(where="--mapping") from None
+        base_dir, where = Path.cwd(), "--mapping"
+    elif getattr(args, "ppn", None):
+        spec, where = MappingSpec(MappingKind.SEQUENTIAL, ppn=args.ppn), "--ppn"
+    if spec is None:
+        raise InputError("the platform has no [mapping] section; expected one there, --mapping or --ppn",
+                         source=str(args.platform))
+    try:
+        return spec.build(platform, nprocs, base_dir)
+    except InputError as exc:
+        raise exc.located(source=str(args.platform) if where == "mapping" else None, where=where) from None
+
+
+def price_placed(args: argparse.Namespace, schedule, platform, mapping, model):
+    from commcost.models import PlacedSchedule
+
+    try:
+        placed = PlacedSchedule.of(schedule, platform, mapping)
+    except InputError as exc:
+        raise exc.located(source=str(args.platform)) from None
+    try:
+        return model.price(placed, explain=args.explain)
+    except InputError as exc:
+        raise exc.located(source=str(args.params)) from None
+
+
+def collective_case(args: argparse.Namespace) -> "Case":
+    """The :class:`~commcost.collectives.Case` that ``--collective``, ``--procs``, ``--nbytes`` and ``--root`` name."""
+    from commcost.collectives import Case, Collective
+    from commcost.units import parse_nbytes
+
+    for flag, value in (("--procs", args.procs), ("--nbytes", args.nbytes)):
+        if value is None:
+            raise InputError(f"--collective needs {flag}", where=flag)
+    try:
+        nbytes = parse_nbytes(args.nbytes)
+    except InputError as exc:
+        raise exc.located(where="--nbytes") from None
+    try:
+        return Case(Collective(args.collective), args.procs, nbytes, args.root)
+    except InputError as exc:
+        raise InputError(exc.message, where=f"--{exc.where}" if exc.where else None) from None
+
+
+def algorithm_params(items: list[str]) -> dict[str, int]:
+    """``NAME=VALUE`` pairs; values are integers or sizes (8KiB)."""
+    from commcost.units import parse_nbytes
+
+    values: dict[str, int] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise InputError(f"expected NAME=VALUE, got {item!r}", where="--param")
+        try:
+            values[name] = parse_nbytes(text)
+        except InputError:
+            raise InputError(f"{name}: expected an integer or a size such as 8KiB, got {text!r}",
+                             where="--param") from None
+    return values
+
+

@@ -1,0 +1,90 @@
+"""The command registry: each command registers its name, help line, options and run function here.
+
+What for: every ``*_command`` module imports this one (and :mod:`.options`)
+and nothing imports a command module back except :mod:`.main`, which
+loads them all to build the parser, so ``commcost.cli`` has no import
+cycle. :func:`run_command` runs a command already registered (``tune``
+runs ``calibrate`` and ``verify`` through it).
+
+Exit codes: 0 success, 2 bad input (one line on stderr naming the file,
+place and expectation; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+import warnings
+from typing import Callable
+
+from commcost import __version__
+from commcost.errors import InputError, InputWarning
+
+
+class OutputFormat(enum.Enum):
+    """How a command prints its result."""
+
+    TABLE = "table"
+    JSON = "json"
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+
+
+def command(name: str, help_text: str, configure: Callable[[argparse.ArgumentParser], None]):
+    """Register a sub-command: its name, its help line, how to declare its options."""
+    def wrap(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = (help_text, configure, run)
+        return run
+    return wrap
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit 2, as for bad files."""
+
+    def error(self, message: str) -> None:
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
+def registered_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command registered so far."""
+    parser = Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
+    parser.add_argument("--version", action="version", version=f"commcost {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name, (help_text, configure, _) in COMMANDS.items():
+        configure(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Input warnings as one line on stderr; others as Python prints them."""
+    if issubclass(category, InputWarning):
+        print(f"commcost: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    """Parse ``argv`` and run its command: 0 on success, 2 with one line on stderr for bad input."""
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", InputWarning)
+            warnings.showwarning = _show_warning
+            return COMMANDS[args.command][2](args)
+    except InputError as exc:
+        print(f"commcost: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"commcost: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+def run_command(argv: list[str]) -> int:
+    """Run a command registered so far (its module imported), as ``commcost ARGV`` would."""
+    return dispatch(registered_parser(), argv)
