@@ -73,3 +73,14 @@ def test_select_with_paper004_model_chooses_among_the_algorithms_it_models(capsy
 def test_bad_select_options_are_one_line_exit_2(capsys, argv, expected):
     code, _, err = run(capsys, *BASE, *argv)
     assert code == 2 and expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_library_with_no_algorithm_of_the_collective_says_what_it_has(capsys):
+    from commcost.cli.main import main
+
+    root = Path(__file__).resolve().parent.parent
+    assert main(["select", "allreduce", "--library", "mpich", "--params", str(root / "examples/params/illustrative.toml"),
+                 "--platform", str(root / "examples/cluster/platform.toml"), "--ppn", "4", "--procs", "2..8",
+                 "--sizes", "1..1KiB"]) == 2
+    err = capsys.readouterr().err
+    assert "--library" in err and "no mpich allreduce algorithm" in err and "bcast" in err

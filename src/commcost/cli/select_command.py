@@ -150,6 +150,12 @@ def _select(args: argparse.Namespace) -> int:
     sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
     only = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     choices = candidates(collective, args.library, variables(args), only or None)
+    if not choices and not only:
+        from commcost.collectives import algorithms
+
+        modelled = sorted({a.collective.value for a in algorithms() if a.library == args.library})
+        raise InputError(f"commcost models no {args.library} {collective.value} algorithm; it models {args.library}'s "
+                         f"{', '.join(modelled) or 'none'}", where="--library")
     if not choices:
         raise InputError(f"no {args.library} {collective.value} algorithm matches {args.algorithms!r}",
                          where="--algorithms")
