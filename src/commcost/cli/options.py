@@ -111,3 +111,16 @@ def algorithm_params(items: list[str]) -> dict[str, int]:
     return values
 
 
+def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
+    """The model tune selects under, and the channels each fitted model covers: tau-Lop where Ring_tau
+    covered shm and a network channel, else Hockney where the ping-pong did, else None."""
+    from commcost.cli.mpi_launch import NETWORK_CHANNELS
+
+    fitted_channels = {}
+    for name in ("taulop", "hockney"):
+        if name in params.sections:
+            fitted = params.for_model(name)
+            fitted_channels[name] = sorted(fitted.tables if name == "taulop" else fitted.channels)
+    model = next((name for name, chans in fitted_channels.items()
+                  if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
+    return model, fitted_channels

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -30,6 +31,7 @@ import numpy as np
 
 from commcost.calibration.plan import TIMED_COLLECTIVES
 from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
+from commcost.cli.options import selection_model
 from commcost.cli.registry import command, run_command
 from commcost.errors import InputError
 
@@ -78,19 +80,6 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "sweeps, commcost import coltune) and go straight to select and the files; needs "
                         "--platform; no measured check unless --verify-launcher")
     p.add_argument("--platform", type=Path, help="--from-measurements: the platform the measurements ran on (.toml)")
-
-
-def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
-    """The model tune selects under, and the channels each fitted model covers: tau-Lop where Ring_tau
-    covered shm and a network channel, else Hockney where the ping-pong did, else None."""
-    fitted_channels = {}
-    for name in ("taulop", "hockney"):
-        if name in params.sections:
-            fitted = params.for_model(name)
-            fitted_channels[name] = sorted(fitted.tables if name == "taulop" else fitted.channels)
-    model = next((name for name, chans in fitted_channels.items()
-                  if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
-    return model, fitted_channels
 
 
 def _fraction(text: str) -> float:
@@ -195,6 +184,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
 
     # 1. calibrate + fit
     calibrate_s = args.budget - reserve - verify_s
+    for name in ("calibrate", "verify"):  # the commands this one runs, registered
+        importlib.import_module(f"commcost.cli.{name}_command")
     calibrate = ["calibrate", "--procs", str(args.procs), "--out", str(args.out), "--budget", f"{calibrate_s:.0f}"]
     for option in ("launcher", "mpirun"):
         if getattr(args, option):

@@ -193,7 +193,7 @@ def _pricer(rules_dir: Path, collective, nprocs: int):
     """A pricer under the parameters and platform tune wrote into ``rules_dir`` (None without them), with the
     platform's nodes of the mapping for ``nprocs`` ranks."""
     from commcost.cli.select_command import make_pricer
-    from commcost.cli.tune_command import selection_model
+    from commcost.cli.options import selection_model
     from commcost.io.params_file import load_params
 
     params, platform = rules_dir / "params.toml", rules_dir / "platform.toml"
