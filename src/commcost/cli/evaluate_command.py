@@ -14,7 +14,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option, strictness
+from commcost.cli.options import add_strict_option, model_from, strictness
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -146,7 +146,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     from commcost.cli.options import load_mapping
     from commcost.collectives import Collective
     from commcost.io.platform_file import load_platform
-    from commcost.models import MODELS
     from commcost.report.selection_report import render_penalties
     from commcost.selection.evaluate import best_single, penalties, summary
     from commcost.selection.ompi_fixed import as_choice, decide
@@ -161,7 +160,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     measured, measured_default = measured_table(args.test, collective, args.library, low=args.test_min_procs)
     params = trained_params(args)
     try:
-        model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
+        model = model_from(params, args.model)
     except InputError as exc:
         raise exc.located(source=str(args.train)) from None
     platform, spec = load_platform(args.platform)

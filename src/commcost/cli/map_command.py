@@ -37,6 +37,7 @@ import math
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options
+from commcost.cli.options import model_from
 from commcost.cli.registry import OutputFormat, command
 from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
@@ -289,7 +290,7 @@ def _map(args: argparse.Namespace) -> int:
             raise InputError(f"the {label} start places {int(counts[over[0]])} ranks on node "
                              f"{platform.nodes[over[0]].name!r}; expected at most --ppn {ppn} on each of the "
                              f"first {allocated} nodes (--nodes)", where="--start")
-    model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
+    model = model_from(params, args.model)
     base = Mapping.on_nodes(np.zeros(p, dtype=np.int64))
     price = _located(schedule_pricer(schedule, platform, model, base), args)
     time_of = _located(schedule_pricer(schedule, platform, model, base, tie_break=False), args)
@@ -351,7 +352,7 @@ def _other_models(args, params, schedule, platform, base, placements: dict) -> d
         if name == args.model:
             continue
         try:
-            model = MODELS[name](params.for_model(name)).with_reduction(params.reduction())
+            model = model_from(params, name)
             price = schedule_pricer(schedule, platform, model, base, tie_break=False)
             out[name] = {"sequential_s": price(placements["sequential"]), "optimized_s": price(placements["optimized"])}
         except (InputError, KeyError, ValueError):

@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 PAPER004 = "ompi_bcast_model"  # paper 004's model: whole algorithms, not schedules
 
 
+def model_from(params, name: str):
+    """The cost model ``name`` with the parameter file's section for it and its reduction tables (what a
+    command prices with; InputError, from the file, where the section is missing)."""
+    from commcost.models import MODELS
+
+    return MODELS[name](params.for_model(name)).with_reduction(params.reduction())
+
+
 def add_strict_option(p: argparse.ArgumentParser) -> None:
     """``--strict``: refuse parameter tables that break their model's constraints (default: load them as
     measured, with one warning per table)."""

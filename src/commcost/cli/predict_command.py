@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from commcost.cli.options import (PAPER004, add_strict_option, algorithm_params, collective_case, collectives,
+                                  model_from,
                                   load_mapping, price_placed, strictness)
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
@@ -51,7 +52,6 @@ def _predict(args: argparse.Namespace) -> int:
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
     from commcost.io.schedule_file import load_schedule
-    from commcost.models import MODELS
     from commcost.report.cost_report import cost_to_dict, render_text
 
     platform, spec = load_platform(args.platform)
@@ -61,7 +61,7 @@ def _predict(args: argparse.Namespace) -> int:
             raise InputError(f"--model {PAPER004} prices Open MPI broadcasts; expected --collective bcast",
                              where="--model")
         return _predict_collective(args, platform, spec, None, params.for_model(PAPER004))
-    model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
+    model = model_from(params, args.model)
     if args.kernel:
         from commcost.cli.kernel_command import predict_kernel
         return predict_kernel(args, platform, spec, model, params)

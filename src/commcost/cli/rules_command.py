@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option, load_mapping, strictness
+from commcost.cli.options import add_strict_option, load_mapping, model_from, strictness
 from commcost.cli.registry import OutputFormat, Parser, command
 from commcost.errors import InputError
 
@@ -81,12 +81,11 @@ def _points(rules_a, rules_b, name: str) -> list[tuple[int, int]]:
 
 
 def _label(rule, collective) -> str:
-    from commcost.io.rules_view import tuned_name
+    from commcost.io.rules_view import rule_params, tuned_name
 
     if rule is None:
         return "fixed decision"
-    extra = [f"{k}={v}" for k, v in (("faninout", rule.faninout), ("segsize", rule.segsize),
-                                      ("max_requests", rule.max_requests)) if v]
+    extra = [f"{k}={v}" for k, v in rule_params(rule).items()]
     return tuned_name(collective, rule.alg) + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -105,21 +104,17 @@ def _diff(args: argparse.Namespace) -> int:
     for name in names:
         for nprocs, msg in _points(rules_a, rules_b, name):
             a, b = rules_a.decide(name, nprocs, msg), rules_b.decide(name, nprocs, msg)
-            key = (lambda r: None if r is None else (r.alg, r.faninout, r.segsize, r.max_requests))
-            if key(a) == key(b):
-                continue
             row = {"collective": name, "procs": nprocs, "msg_lo": msg, "msg_hi": msg, "a": _label(a, name),
                    "b": _label(b, name)}
+            if row["a"] == row["b"]:  # the label names the algorithm and every tunable the rule sets
+                continue
             last = rows[-1] if rows else None
             if last and all(last[k] == row[k] for k in ("collective", "procs", "a", "b")):
                 last["msg_hi"] = msg  # one row per run of sizes choosing the same pair
                 continue
+            if price is not None:  # priced at the run's smallest size
+                row.update(price(name, nprocs, msg, a, b))
             rows.append(row)
-    if price is not None:
-        for row in rows:  # priced at the run's smallest size
-            row.update(price(row["collective"], row["procs"], row["msg_lo"],
-                             rules_a.decide(row["collective"], row["procs"], row["msg_lo"]),
-                             rules_b.decide(row["collective"], row["procs"], row["msg_lo"])))
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"a": str(args.a), "b": str(args.b), "differences": rows}, indent=2))
         return 0
@@ -144,6 +139,7 @@ def _pricer(args: argparse.Namespace):
         return None
     if not all(given):
         raise InputError("pricing a diff needs --params, --platform and --model together", where="--params")
+    from commcost.cli.select_command import finite_or_none
     from commcost.collectives import Collective
     from commcost.io.deployed_rules import fixed
     from commcost.io.ompi_rules import BLOCK_COLLECTIVES, choice_of_rule
@@ -157,7 +153,7 @@ def _pricer(args: argparse.Namespace):
         raise InputError(f"expected a model among {', '.join(sorted(MODELS))}, got {args.model!r}", where="--model")
     platform, spec = load_platform(args.platform)
     params = load_params(args.params, strict=strictness(args))
-    model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
+    model = model_from(params, args.model)
 
     def seconds(collective, rule, nprocs: int, nbytes: int):
         choice = choice_of_rule(rule, collective) if rule is not None else fixed(collective, nprocs, nbytes).choice
@@ -166,7 +162,7 @@ def _pricer(args: argparse.Namespace):
         mapping = load_mapping(args, platform, spec, nprocs)
         value = float(price_sizes(choice.algorithm, dict(choice.params), nprocs, [nbytes], platform, mapping,
                                   model)[0])
-        return value if value == value and value != float("inf") else None
+        return finite_or_none(value)
 
     def price(name: str, nprocs: int, msg: int, a, b) -> dict:
         try:

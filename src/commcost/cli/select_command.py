@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.options import PAPER004, add_strict_option, strictness
+from commcost.cli.options import PAPER004, add_strict_option, model_from, strictness
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -74,7 +74,6 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
     from commcost.cli.options import load_mapping
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
-    from commcost.models import MODELS
     from commcost.selection.select import schedule_pricer
 
     platform, spec = load_platform(args.platform)
@@ -88,7 +87,7 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
                              where="--model")
         return paper004_pricer(params.for_model(PAPER004), mapping_of, args.root)
     try:
-        model = MODELS[args.model](params.for_model(args.model)).with_reduction(params.reduction())
+        model = model_from(params, args.model)
     except InputError as exc:
         raise exc.located(source=str(args.params)) from None
     price = schedule_pricer(model, platform, mapping_of, args.root)

@@ -79,6 +79,13 @@ def tuned_name(collective: str, alg: int) -> str:
         return str(alg)
 
 
+def rule_params(rule) -> dict[str, int | str]:
+    """The tunables a coll/tuned rule sets: faninout and segsize where non-zero, max_requests where the rule
+    has the field (None: the MCA parameter decides)."""
+    fields = (("faninout", rule.faninout or None), ("segsize", rule.segsize or None), ("max_requests", rule.max_requests))
+    return {name: value for name, value in fields if value is not None}
+
+
 def ompi_rows(path: str | Path) -> tuple[str, list[RuleRow]]:
     """An Open MPI coll/tuned file's rules: (``classic`` or ``json``, rows). Classic ranges end where the next
     rule begins (lower bounds); JSON ranges are the file's inclusive min..max, first match wins."""
@@ -95,15 +102,8 @@ def ompi_rows(path: str | Path) -> tuple[str, list[RuleRow]]:
                 msg_hi = rule.msg_hi
                 if rules.format == "classic" and msg_hi is None and r_index + 1 < len(block.rules):
                     msg_hi = block.rules[r_index + 1].msg_lo - 1
-                params: dict[str, int | str] = {}
-                if rule.faninout:
-                    params["faninout"] = rule.faninout
-                if rule.segsize:
-                    params["segsize"] = rule.segsize
-                if rule.max_requests is not None:
-                    params["max_requests"] = rule.max_requests
                 rows.append(RuleRow(name, _span(block.comm_lo, comm_hi), _span(rule.msg_lo, msg_hi),
-                                    tuned_name(name, rule.alg), params,
+                                    tuned_name(name, rule.alg), rule_params(rule),
                                     where=f"line {rule.line}" if rule.line else f"{name}[{b_index}].rules[{r_index}]"))
     return rules.format, rows
 
