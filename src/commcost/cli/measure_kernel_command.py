@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from commcost.cli.options import add_strict_option, strictness
+from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -119,32 +118,6 @@ def predict(schedule, network: str, params, models: list[str]) -> dict[str, floa
         except InputError as exc:
             print(f"commcost: not predicted under {name}: {exc}", file=sys.stderr)
     return out
-
-
-def local_mpirun_line(mpirun: str, nprocs: int, network: str) -> list[str]:
-    """The embedded mpirun's line for ``nprocs`` ranks on this machine, ``network`` its transport (tcp:
-    ``btl tcp,self``): oversubscribed, unbound, waiting ranks yield (ranks may outnumber cores)."""
-    line = [mpirun, "-np", str(nprocs), "--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        line.append("--allow-run-as-root")
-    if network == "tcp":
-        line += ["--mca", "btl", "tcp,self"]
-    return line
-
-
-def run_rank_program(line: list[str], result: Path, timeout: float, what: str = "the MPI run", env=None,
-                     cwd: Path | None = None, **located) -> dict:
-    """Run ``line`` (a launcher and a rank program that writes ``result``); the JSON it wrote. A timeout is
-    an error at ``--timeout``; a failure (non-zero exit or no result) names ``what``, the exit status and
-    stderr's last line, located by ``located`` (``where=`` or ``source=``)."""
-    try:
-        done = subprocess.run(line, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        raise InputError(f"{what} did not finish in {timeout:g} s", where="--timeout") from None
-    if done.returncode != 0 or not result.exists():
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise InputError(f"{what} failed (exit {done.returncode}): {last}", **located)
-    return json.loads(result.read_text())
 
 
 def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: Path, nprocs: int,

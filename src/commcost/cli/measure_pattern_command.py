@@ -95,7 +95,7 @@ def _worker_line(args: argparse.Namespace, mpirun: str | None, level: int, order
         if args.network == "tcp":
             env["OMPI_MCA_btl"] = "tcp,self"
         return [*shlex.split(args.launcher), *program], env
-    from commcost.cli.measure_kernel_command import local_mpirun_line
+    from commcost.cli.mpi_launch import local_mpirun_line
 
     return [*local_mpirun_line(mpirun, args.procs, args.network), *program], env
 
@@ -121,7 +121,8 @@ def predict(schedule, platform, mapping, params, models: list[str], order: str) 
                             "(paper 001)", _configure)
 def _measure_pattern(args: argparse.Namespace) -> int:
     from commcost.cli.mpi_launch import find_mpirun
-    from commcost.cli.measure_kernel_command import params_and_models, report_runs, run_rank_program
+    from commcost.cli.measure_kernel_command import params_and_models, report_runs
+    from commcost.cli.mpi_launch import run_rank_program
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.report.kernel_validation import KernelRun
 

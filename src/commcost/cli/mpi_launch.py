@@ -13,6 +13,7 @@ gets SIGTERM first, so that mpirun ends its ranks.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -109,14 +110,42 @@ def launch_line(args: argparse.Namespace, mpirun: str | None, run: Run) -> tuple
         env.update({f"OMPI_MCA_{k}": v for k, v in mca})
         return shlex.split(launcher), env
     procs = run.procs or args.procs
-    line = [mpirun, "-np", str(procs), "--oversubscribe", "--bind-to", "none"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        line.append("--allow-run-as-root")
     if must_yield(procs):
         mca.append(("mpi_yield_when_idle", "1"))
+    return embedded_mpirun(mpirun, procs, mca), env
+
+
+def embedded_mpirun(mpirun: str, nprocs: int, mca: list[tuple[str, str]]) -> list[str]:
+    """The embedded mpirun's line for ``nprocs`` ranks on this machine: oversubscribed and unbound (ranks may
+    outnumber cores), ``--allow-run-as-root`` under root, then each MCA setting."""
+    line = [mpirun, "-np", str(nprocs), "--oversubscribe", "--bind-to", "none"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        line.append("--allow-run-as-root")
     for k, v in mca:
         line += ["--mca", k, v]
-    return line, env
+    return line
+
+
+def local_mpirun_line(mpirun: str, nprocs: int, network: str) -> list[str]:
+    """:func:`embedded_mpirun` for a kernel or pattern run: waiting ranks always yield, and ``network`` tcp
+    sets ``btl tcp,self``."""
+    return embedded_mpirun(mpirun, nprocs, [("mpi_yield_when_idle", "1"),
+                                            *([("btl", "tcp,self")] if network == "tcp" else [])])
+
+
+def run_rank_program(line: list[str], result: Path, timeout: float, what: str = "the MPI run", env=None,
+                     cwd: Path | None = None, **located) -> dict:
+    """Run ``line`` (a launcher and a rank program that writes ``result``); the JSON it wrote. A timeout is
+    an error at ``--timeout``; a failure (non-zero exit or no result) names ``what``, the exit status and
+    stderr's last line, located by ``located`` (``where=`` or ``source=``)."""
+    try:
+        done = subprocess.run(line, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{what} did not finish in {timeout:g} s", where="--timeout") from None
+    if done.returncode != 0 or not result.exists():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError(f"{what} failed (exit {done.returncode}): {last}", **located)
+    return json.loads(result.read_text())
 
 
 def worker_args(csv_path: Path, channel: str, label: str, sizes, deadline_s: float) -> list[str]:

@@ -65,7 +65,7 @@ def run_under_rankfiles(runs: dict[str, RankfileRun], *, nprocs: int, launcher: 
                         timeout: float, command: str) -> dict[str, dict]:
     """Each run's JSON result by label (reused when written before for the same ``wanted``)."""
     from commcost.cli.mpi_launch import find_mpirun
-    from commcost.cli.measure_kernel_command import local_mpirun_line, run_rank_program
+    from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
 
     out = {}
     for label, run in runs.items():
