@@ -155,7 +155,7 @@ def test_fit_ompi_bcast_writes_per_algorithm_tables(tmp_path, capsys):
 def test_fit_ompi_bcast_without_experiments_is_one_line(tmp_path, capsys):
     csv = tmp_path / "m.csv"
     MeasurementStore(csv).append(Measurement("pingpong", 2, 8, 1e-6, channel="shm"))
-    assert main(["fit", str(csv), "--model", "ompi-bcast", "-o", str(tmp_path / "p.toml")]) == 2
+    assert main(["fit", str(csv), "--model", "ompi_bcast_model", "-o", str(tmp_path / "p.toml")]) == 2
     err = capsys.readouterr().err.strip()
     assert "no broadcast experiments" in err and str(csv) in err and "\n" not in err
 

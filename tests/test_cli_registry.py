@@ -45,3 +45,24 @@ def test_calibrate_and_tune_dry_runs_print_the_launch_lines_and_write_nothing(tm
                  "--channel-launcher", "shm=mpirun -np 2", "--channel-launcher", "tcp=mpirun -np 2 --host a,b"]) == 0
     text = capsys.readouterr().out
     assert "mpirun -np 2 --host a,b" in text and "OMPI_MCA_btl=tcp,self" in text and not out.exists()
+
+
+def _parsers(parser, path=()):
+    """Every parser under ``parser`` (commands and their actions), with its command path."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_command_and_action_prints_its_help():
+    """``commcost tune --help`` once died on a '%' in a help text (argparse formats help with %)."""
+    paths = []
+    for path, parser in _parsers(cli_main.build_parser()):
+        text = parser.format_help()
+        assert text.startswith("usage: commcost"), path
+        paths.append(path)
+    assert ("tune",) in paths and ("rules", "diff") in paths and len(paths) > len(COMMANDS)

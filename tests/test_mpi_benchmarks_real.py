@@ -84,7 +84,7 @@ def test_a_second_run_adds_nothing(p2p_rows, tmp_path):
 
 
 def test_bcast_gather_per_forced_algorithm_and_the_paper004_fit(tmp_path, capsys):
-    """Paper 004 section 5.2: one mpirun per forced algorithm, then `commcost fit --model ompi-bcast`."""
+    """Paper 004 section 5.2: one mpirun per forced algorithm, then `commcost fit --model ompi_bcast_model`."""
     csv = tmp_path / "m.csv"
     for algorithm_id in (1, 6):
         run = Run(("bcast",), "shm", algorithm_id)

@@ -66,7 +66,8 @@ def test_select_with_paper004_model_chooses_among_the_algorithms_it_models(capsy
 
 @pytest.mark.parametrize("argv, expected", [
     (["--procs", "8..2"], "--procs: expected LO..HI with LO <= HI"),
-    (["--sizes", "1..4XB"], "--sizes: expected a size such as 64KiB"),
+    (["--sizes", "1..4XB"], "--sizes: expected a size such as 4096, 64KiB"),
+    (["--sizes", "1..4MB"], "--sizes: '4MB' is ambiguous (1000 or 1024?): write 4MiB"),
     (["--procs", "2..100000"], "the platform has 2048"),
     (["--algorithms", "nosuch"], "--algorithms: no ompi bcast algorithm matches"),
 ])

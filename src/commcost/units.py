@@ -8,23 +8,38 @@ from commcost.errors import InputError
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    # binary, as OSU and most HPC users read 1K and 1M
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
 }
+_DECIMAL_UNITS = {"kb", "mb", "gb", "tb"}  # refused: some read 1000, some 1024
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*$")
+MAX_NBYTES = 1 << 50  # 1 PiB: no message is larger; a bigger size is a typo or an overflow
 
 
 def parse_nbytes(text: str | int) -> int:
-    """Parse a size such as ``65536``, ``64KiB`` or ``1.5MB`` into a whole number of bytes."""
+    """Parse a size such as ``65536``, ``64KiB``, ``64K`` or ``1.5MiB`` into a whole number of bytes.
+
+    K, M, G and T are binary (1K = 1024 bytes, as OSU prints sizes); KB, MB, GB and TB are refused with
+    a hint, since readers disagree on them. Sizes above :data:`MAX_NBYTES` are refused.
+    """
     if isinstance(text, int):
         if text < 0:
             raise InputError(f"expected a size >= 0, got {text}")
+        if text > MAX_NBYTES:
+            raise InputError(f"expected a size of at most 1 PiB ({MAX_NBYTES} bytes), got {text}")
         return text
     match = _SIZE_RE.match(str(text))
     unit = match.group(2).lower() if match else None
+    if unit in _DECIMAL_UNITS:
+        number, prefix = match.group(1), unit[0].upper()
+        raise InputError(f"{text!r} is ambiguous (1000 or 1024?): write {number}{prefix}iB (or {number}{prefix}, "
+                         f"binary as in OSU) or the number of bytes")
     if not match or unit not in _SIZE_UNITS:
         raise InputError(f"expected a size such as 4096, 64KiB or 1MiB, got {text!r}")
     value = float(match.group(1)) * _SIZE_UNITS[unit]
+    if value > MAX_NBYTES:
+        raise InputError(f"expected a size of at most 1 PiB ({MAX_NBYTES} bytes), got {text!r}")
     if value != int(value):
         raise InputError(f"expected a whole number of bytes, got {text!r}")
     return int(value)
@@ -38,10 +53,16 @@ def format_nbytes(nbytes: float) -> str:
     return f"{nbytes:.4g}B"
 
 
-def format_seconds(time_s: float) -> str:
-    """Print a time with a unit a reader takes in at a glance: 1.2e-5 -> '12 us'."""
+TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}  # --unit: one unit per table (OSU prints microseconds)
+
+
+def format_seconds(time_s: float, unit: str | None = None) -> str:
+    """Print a time: in ``unit`` (``us``, ``ms`` or ``s``: every cell of a table in the same one, e.g.
+    '12.00 us'), or without one in the unit a reader takes in at a glance: 1.2e-5 -> '12 us'."""
+    if unit is not None:
+        return f"{time_s / TIME_UNITS[unit]:.2f} {unit}"
     magnitude = abs(time_s)
-    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+    for name, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if magnitude >= factor:
-            return f"{time_s / factor:.4g} {unit}"
+            return f"{time_s / factor:.4g} {name}"
     return f"{time_s / 1e-9:.4g} ns"

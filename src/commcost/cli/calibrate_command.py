@@ -38,6 +38,7 @@ from pathlib import Path
 from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, Run
 from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
                                      find_mpirun, launch_line, run_worker, worker_args)
+from commcost.cli.options import add_format_option, print_json, progress_stream, wants_json
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -73,6 +74,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (runs, sizes, points, each run's share of the budget) and the exact "
                         "launch lines, then stop: nothing is run or written")
+    add_format_option(p, "the files written, the fits' quality (meta), unmeasured channels; or the dry run's plan")
 
 
 def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: tuple[str, ...]) -> list[int]:
@@ -195,6 +197,16 @@ class _Progress:
 @command("calibrate", "measure this machine's MPI (ping-pong, Ring_tau, ... on shm and tcp) and fit models",
          _configure)
 def _calibrate(args: argparse.Namespace) -> int:
+    result: dict = {}
+    with progress_stream(args):  # with --format json the lines go to standard error
+        code = _calibrate_steps(args, result)
+    if wants_json(args):
+        print_json({"exit_code": code, **result})
+    return code
+
+
+def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
+    """Calibrate (see the module docstring); ``result`` gets what ``--format json`` prints."""
     from commcost.calibration.plan import parse_benchmarks, plan_runs, row_ident
     from commcost.io.measurements import read_measurements
 
@@ -222,7 +234,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
     if args.dry_run:
-        return _dry_run(args, mpirun, runs, sizes, points, csv_path)
+        return _dry_run(args, mpirun, runs, sizes, points, csv_path, result)
     args.out.mkdir(parents=True, exist_ok=True)
     if csv_path.exists() and args.fresh:
         kept = csv_path.with_name(f"measurements-{datetime.now().strftime('%Y%m%dT%H%M%S')}.csv")
@@ -271,11 +283,11 @@ def _calibrate(args: argparse.Namespace) -> int:
             elif rc != 0:
                 failed.append(f"{name} (exit {rc})")
         poll()
-    return _fit_and_write(args, csv_path, started, benchmarks, runs, planned, failed, skipped, mpirun)
+    return _fit_and_write(args, csv_path, started, benchmarks, runs, planned, failed, skipped, mpirun, result)
 
 
 def _dry_run(args: argparse.Namespace, mpirun: str | None, runs: list[Run], sizes: list[int], points: dict,
-             csv_path: Path) -> int:
+             csv_path: Path, result: dict) -> int:
     """``--dry-run``: what calibrate would run, run by run, with the exact command and the Open MPI settings
     it passes in the environment, and each run's share of the budget if every run before used all of its."""
     from commcost.calibration.plan import row_ident
@@ -284,6 +296,8 @@ def _dry_run(args: argparse.Namespace, mpirun: str | None, runs: list[Run], size
     present = {row_ident(m) for m in read_measurements(csv_path)} if csv_path.exists() else set()
     left = args.budget - FIT_S - STOP_S
     todo = sum(1 for pts in points.values() for p in pts if p.ident() not in present)
+    result.update({"dry_run": True, "out": str(args.out), "sizes": sizes, "points_to_measure": todo,
+                   "already_measured": len(present), "budget_s": float(args.budget), "runs": []})
     print(f"dry run: {len(runs)} runs, {todo} points to measure ({len(present)} already in {csv_path}), sizes "
           f"{', '.join(map(str, sizes))} B; budget {args.budget:g} s ({FIT_S:g} s kept for the fits)")
     for i, run in enumerate(runs):
@@ -299,12 +313,15 @@ def _dry_run(args: argparse.Namespace, mpirun: str | None, runs: list[Run], size
                    "--benchmarks", ",".join(run.benchmarks)]
         settings = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("OMPI_MCA_")
                             and os.environ.get(k) != v)
+        result["runs"].append({"run": name, "points": len(mine), "seconds": round(share, 1),
+                               "environment": settings, "command": shlex.join(command)})
         print(f"  run {i + 1}: {name}: {len(mine)} points, about {share:.1f} s")
         print(f"    {(settings + ' ') if settings else ''}{shlex.join(command)}")
     return 0
 
 
-def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, planned, failed, skipped, mpirun) -> int:
+def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, planned, failed, skipped, mpirun,
+                   result: dict) -> int:
     """Fit every model the rows allow and write ``params.toml`` with its provenance; print a summary."""
     from commcost.calibration.from_measurements import fit_channels
     from commcost.calibration.plan import row_ident
@@ -399,6 +416,10 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
     if skipped:
         meta["skipped_runs"] = skipped
     write_params(args.out / "params.toml", sections, meta)
+    unmeasured = [c for c in CHANNELS if any(r.channel == c for r in runs)
+                  and not any(m.channel == c and row_ident(m) in planned for m in rows)]
+    result.update({"out": str(args.out), "params": str(args.out / "params.toml"), "measurements": str(csv_path),
+                   "models": sorted(sections), "unmeasured_channels": unmeasured, "meta": meta})
     print(f"measured {len(mine)} of {len(planned)} points ({converged} converged) in {elapsed:.1f} s; "
           f"{', '.join(sorted(sections)) or 'nothing'} fitted -> {args.out / 'params.toml'}")
     for f in fits.get("hockney", []):
@@ -432,8 +453,6 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
     if failed:
         print(f"commcost: some MPI runs failed: {', '.join(failed)}", file=sys.stderr)
         return 2
-    unmeasured = [c for c in CHANNELS if any(r.channel == c for r in runs)
-                  and not any(m.channel == c and row_ident(m) in planned for m in rows)]
     if unmeasured:
         print(f"commcost: the budget ({args.budget:g} s) left the {' and '.join(unmeasured)} channel unmeasured; "
               "give a larger --budget", file=sys.stderr)

@@ -1,7 +1,7 @@
 """``commcost fit``: model parameters from a measurements CSV, with a fit report.
 
 Models: ``hockney``, ``loggp`` and ``taulop`` per channel from point-to-point
-rows (:mod:`commcost.calibration.from_measurements`), and ``ompi-bcast``,
+rows (:mod:`commcost.calibration.from_measurements`), and ``ompi_bcast_model``,
 paper 004's gamma, Q and per-algorithm o, L from NBFT and broadcast + flat
 gather rows (:mod:`commcost.closedform.ompi_bcast_calibration`).
 """
@@ -13,10 +13,11 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from commcost.cli.options import PAPER004
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
-OMPI_BCAST = "ompi-bcast"
+OMPI_BCAST = PAPER004  # one name for paper 004's model in every command (was "ompi_bcast_model" here)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -35,8 +36,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--statistic", default="median", choices=["median", "mean"],
                    help="per-point time to fit: the median over repetitions (robust, default; the mean where "
                         "a row has no median) or the mean")
-    p.add_argument("--shm-channel", default="shm", help="ompi-bcast: the shared-memory channel's name (c = 0)")
-    p.add_argument("--network-channel", default="tcp", help="ompi-bcast: the network channel's name (c = 1)")
+    p.add_argument("--shm-channel", default="shm", help="ompi_bcast_model: the shared-memory channel's name (c = 0)")
+    p.add_argument("--network-channel", default="tcp", help="ompi_bcast_model: the network channel's name (c = 1)")
     p.add_argument("--from-collectives", action="store_true",
                    help="fit to measured times of forced collective algorithms (OSU sweeps, commcost import "
                         "coltune) by pricing each algorithm's schedule: inverse calibration (hockney)")

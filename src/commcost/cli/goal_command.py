@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options, collective_schedule
+from commcost.cli.options import add_format_option, print_json, wants_json
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -28,6 +29,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="give each combine (reduction) transmission a 'calc' on its receiver of nbytes x T "
                         "time units (LogGOPSim's unit; default: no calc)")
     add_collective_options(p)
+    add_format_option(p, "the file written, its counts, and without -o the GOAL text as 'goal'")
 
 
 @command("export-goal", "write a schedule or a collective algorithm as a LogGOPSim GOAL file", _configure)
@@ -48,9 +50,14 @@ def _export_goal(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise exc.located(source=str(args.schedule) if args.schedule else None) from None
     text = "\n".join(lines) + "\n"
-    if args.output is None:
+    if args.output is not None:
+        args.output.write_text(text, encoding="utf-8")
+    if wants_json(args):
+        print_json({"output": None if args.output is None else str(args.output), "schedule": schedule.name,
+                    "ranks": schedule.nprocs, "transmissions": schedule.transmissions_run, "lines": len(lines),
+                    **({"goal": text} if args.output is None else {})})
+    elif args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}: {schedule.transmissions_run} transmissions on {schedule.nprocs} ranks")
     return 0

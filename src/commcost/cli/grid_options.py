@@ -16,9 +16,10 @@ def parse_points(text: str, option: str, minimum: int, sizes: bool = False) -> l
         item = item.strip()
         try:
             value = parse_nbytes(item) if sizes else int(item)
-        except (InputError, ValueError):
-            what = "a size such as 64KiB" if sizes else "an integer"
-            raise InputError(f"expected {what}, got {item!r}", where=option) from None
+        except InputError as exc:  # the size's own message (an ambiguous 1KB gets its hint)
+            raise InputError(exc.message, where=option) from None
+        except ValueError:
+            raise InputError(f"expected an integer, got {item!r}", where=option) from None
         if value < minimum:
             raise InputError(f"expected values >= {minimum}, got {value}", where=option)
         return value

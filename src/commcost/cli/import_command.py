@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from commcost.cli.options import add_format_option, print_json, wants_json
 from commcost.cli.registry import command
 
 
@@ -35,6 +36,7 @@ def _common(p: argparse.ArgumentParser, with_nprocs: bool) -> None:
     p.add_argument("--name-pattern", metavar="PATTERN",
                    help="take fields from file names, e.g. '{algorithm}_{nprocs}ranks_run{run}.out'; fields: "
                         "{algorithm} {collective} {channel} {mpi} {host} {nprocs} {ppn} {nnodes} {run}; * = anything")
+    add_format_option(p)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -51,6 +53,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     c.add_argument("--collectives", help="comma list of the collectives to import (default all)")
     c.add_argument("--mpi", help="MPI library and version, e.g. 'Open MPI 5.0.3'")
     c.add_argument("--host", help="machine or cluster name")
+    add_format_option(c)
 
 
 @command("import", "append OSU or IMB-MPI1 benchmark outputs to a measurements CSV", _configure)
@@ -77,6 +80,9 @@ def _import(args: argparse.Namespace) -> int:
         print(f"commcost: note: {note}", file=sys.stderr)
     store = MeasurementStore(args.output)
     written, skipped = store.extend(rows)
+    if wants_json(args):
+        print_json(_result(args, rows, written, skipped, notes, files=[str(f) for f in args.files]))
+        return 0
     print(f"{written} points from {len(args.files)} file(s) appended to {args.output}"
           + (f"; {skipped} already there, skipped" if skipped else ""))
     return 0
@@ -93,6 +99,16 @@ def _import_coltune(args: argparse.Namespace) -> int:
         print(f"commcost: note: {note}", file=sys.stderr)
     written, skipped = MeasurementStore(args.output).extend(rows)
     runs = {(r.collective, r.algorithm, r.nprocs, r.run) for r in rows}
+    if wants_json(args):
+        print_json(_result(args, rows, written, skipped, notes, folder=str(args.folder), runs=len(runs)))
+        return 0
     print(f"{written} points from {len(runs)} runs ({', '.join(sorted({r.collective for r in rows}))}) appended to "
           f"{args.output}" + (f"; {skipped} already there, skipped" if skipped else ""))
     return 0
+
+
+def _result(args: argparse.Namespace, rows, written: int, skipped: int, notes: list[str], **extra) -> dict:
+    """What ``import --format json`` prints: the CSV, points appended and already there, what they measure."""
+    return {"output": str(args.output), "format": args.import_format, **extra, "points": len(rows),
+            "appended": written, "already_there": skipped,
+            "collectives": sorted({r.collective for r in rows}), "notes": notes}

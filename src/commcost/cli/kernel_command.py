@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from commcost.cli.options import add_format_option, print_json, wants_json
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
@@ -87,6 +88,7 @@ def _configure_partition(p: argparse.ArgumentParser) -> None:
     p.add_argument("--columns", type=int, help="number of columns (default: the least sum of half-perimeters)")
     p.add_argument("-o", "--output", required=True, type=Path, help="2D distribution file to write")
     p.add_argument("--png", type=Path, help="also draw the partition to this PNG (fill: node, label: rank)")
+    add_format_option(p)
 
 
 def load_processes(args: argparse.Namespace):
@@ -137,12 +139,20 @@ def _partition(args: argparse.Namespace) -> int:
         raise exc.located(where="--n" if args.columns is None else "--columns") from None
     write_partition(part, args.output)
     widths = [int(part.w[part.x == x][0]) for x in sorted(set(part.x.tolist()))]
-    print(f"P = {part.nprocs}, N = {part.n} blocks of {part.block}x{part.block}: "
-          f"{len(widths)} columns of widths {' '.join(map(str, widths))}; "
-          f"time imbalance max/min {imbalance(fpms, part.area):.4f}; wrote {args.output}")
     if args.png:
         from commcost.report.partition_plot import plot_partition
 
         plot_partition(part, args.png)
+    if wants_json(args):
+        print_json({"output": str(args.output), "png": None if args.png is None else str(args.png),
+                    "procs": part.nprocs, "n": part.n, "block": part.block, "column_widths": widths,
+                    "imbalance": float(imbalance(fpms, part.area)),
+                    "processes": [{"rank": i, "host": p.host, "area": float(a)}
+                                  for i, (p, a) in enumerate(zip(processes, part.area))]})
+        return 0
+    print(f"P = {part.nprocs}, N = {part.n} blocks of {part.block}x{part.block}: "
+          f"{len(widths)} columns of widths {' '.join(map(str, widths))}; "
+          f"time imbalance max/min {imbalance(fpms, part.area):.4f}; wrote {args.output}")
+    if args.png:
         print(f"wrote {args.png}")
     return 0

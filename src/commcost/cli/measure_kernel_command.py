@@ -18,8 +18,9 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option, strictness
 from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
+from commcost.cli.options import (add_format_option, add_strict_option, print_json, progress_stream, strictness,
+                                  wants_json)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -43,6 +44,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--png", type=Path, help="plot file (default OUT/measured_vs_predicted.png)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per MPI run (default 300)")
+    add_format_option(p, "the measured and predicted times of every run (results.json)")
 
 
 def _proc_range(text: str) -> list[int]:
@@ -142,20 +144,21 @@ def _measure_kernel(args: argparse.Namespace) -> int:
     params, models = params_and_models(args)
     mpirun = find_mpirun(args.mpirun)
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = []
-    for network in args.network or ["shm"]:
-        for label, path in configurations(args):
-            part = read_partition(path)
-            if part.nprocs < 2:
-                raise InputError("expected a partition of at least 2 processes", source=str(path))
-            schedule = summa(part) if args.kernel == "summa" else wave2d(part, args.steps)
-            measured = run_worker(args, mpirun, network, path, part.nprocs,
-                                  args.out / f"{args.kernel}_{network}_{path.stem}.json")
-            run = KernelRun(args.kernel, network, label, part.nprocs, part.n, measured["time_s"],
-                            predict(schedule, network, params, models))
-            runs.append(run)
-            print(f"  measured {args.kernel} {label} (P = {part.nprocs}, N = {part.n}, {network}): "
-                  f"{len(measured['iterations_s'])} iterations", flush=True)
+    with progress_stream(args):  # with --format json the lines go to standard error
+        runs = []
+        for network in args.network or ["shm"]:
+            for label, path in configurations(args):
+                part = read_partition(path)
+                if part.nprocs < 2:
+                    raise InputError("expected a partition of at least 2 processes", source=str(path))
+                schedule = summa(part) if args.kernel == "summa" else wave2d(part, args.steps)
+                measured = run_worker(args, mpirun, network, path, part.nprocs,
+                                      args.out / f"{args.kernel}_{network}_{path.stem}.json")
+                run = KernelRun(args.kernel, network, label, part.nprocs, part.n, measured["time_s"],
+                                predict(schedule, network, params, models))
+                runs.append(run)
+                print(f"  measured {args.kernel} {label} (P = {part.nprocs}, N = {part.n}, {network}): "
+                      f"{len(measured['iterations_s'])} iterations", flush=True)
     return report_runs(args, runs)
 
 
@@ -163,9 +166,13 @@ def report_runs(args: argparse.Namespace, runs) -> int:
     """Print the measured-vs-predicted table, write ``OUT/results.json`` and the PNG (``--png``)."""
     from commcost.report.kernel_validation import plot_validation, render_validation
 
-    print(render_validation(runs))
-    (args.out / "results.json").write_text(json.dumps([r.to_dict() for r in runs], indent=2))
+    results = [r.to_dict() for r in runs]
+    (args.out / "results.json").write_text(json.dumps(results, indent=2))
     png = args.png or args.out / "measured_vs_predicted.png"
     plot_validation(runs, png)
+    if wants_json(args):
+        print_json({"results": results, "results_file": str(args.out / "results.json"), "png": str(png)})
+        return 0
+    print(render_validation(runs))
     print(f"wrote {args.out / 'results.json'} and {png}")
     return 0

@@ -32,7 +32,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option
+from commcost.cli.options import add_format_option, add_strict_option, progress_stream
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -60,6 +60,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--png", type=Path, help="plot file (default OUT/measured_vs_predicted.png)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per MPI run (default 300)")
+    add_format_option(p, "the measured and predicted times of every run (results.json)")
 
 
 def _placement(args: argparse.Namespace):
@@ -136,27 +137,28 @@ def _measure_pattern(args: argparse.Namespace) -> int:
     platform, mapping = _placement(args)
     mpirun = None if args.launcher else find_mpirun(args.mpirun)
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = []
-    for level in levels:
-        if level.schedule.ntransmissions == 0:
-            print(f"  level {level.index}: no messages on {args.procs} ranks; skipped", flush=True)
-            continue
-        for order in args.order or ["in-order", "reversed"]:
-            result = args.out / f"{args.pattern}_L{level.index}_{order}_{args.network}.json"
-            if result.exists():
-                measured = json.loads(result.read_text())
-                how = "reused"
-            else:
-                line, env = _worker_line(args, mpirun, level.index, order, result)
-                measured = run_rank_program(line, result, args.timeout, f"the MPI run of level {level.index}", env,
-                                            where="--launcher" if args.launcher else "mpirun")
-                how = "measured"
-            run = KernelRun(f"{args.pattern}-{order}", args.network, f"level {level.index}", args.procs, level.rows,
-                            measured["time_s"], predict(level.schedule, platform, mapping, params, models, order))
-            runs.append(run)
-            print(f"  {how} {args.pattern} level {level.index} ({level.rows} rows, "
-                  f"{level.schedule.ntransmissions} messages), receives {order}: {len(measured['runs_s'])} runs",
-                  flush=True)
+    with progress_stream(args):  # with --format json the lines go to standard error
+        runs = []
+        for level in levels:
+            if level.schedule.ntransmissions == 0:
+                print(f"  level {level.index}: no messages on {args.procs} ranks; skipped", flush=True)
+                continue
+            for order in args.order or ["in-order", "reversed"]:
+                result = args.out / f"{args.pattern}_L{level.index}_{order}_{args.network}.json"
+                if result.exists():
+                    measured = json.loads(result.read_text())
+                    how = "reused"
+                else:
+                    line, env = _worker_line(args, mpirun, level.index, order, result)
+                    measured = run_rank_program(line, result, args.timeout, f"the MPI run of level {level.index}", env,
+                                                where="--launcher" if args.launcher else "mpirun")
+                    how = "measured"
+                run = KernelRun(f"{args.pattern}-{order}", args.network, f"level {level.index}", args.procs, level.rows,
+                                measured["time_s"], predict(level.schedule, platform, mapping, params, models, order))
+                runs.append(run)
+                print(f"  {how} {args.pattern} level {level.index} ({level.rows} rows, "
+                      f"{level.schedule.ntransmissions} messages), receives {order}: {len(measured['runs_s'])} runs",
+                      flush=True)
     if not runs:
         raise InputError(f"no level of the pattern sends a message on {args.procs} ranks", where="--procs")
     return report_runs(args, runs)

@@ -20,6 +20,43 @@ if TYPE_CHECKING:
 PAPER004 = "ompi_bcast_model"  # paper 004's model: whole algorithms, not schedules
 
 
+def add_format_option(p: argparse.ArgumentParser, json_help: str = "") -> None:
+    """``--format table|json``: what the command prints (the JSON schemas are in docs/json-output.md)."""
+    p.add_argument("--format", default="table", choices=["table", "json"],
+                   help="table (default) or json: one JSON document on standard output, progress on standard "
+                        "error" + (f"; {json_help}" if json_help else ""))
+
+
+def wants_json(args: argparse.Namespace) -> bool:
+    """Whether the command prints its result as JSON."""
+    return getattr(args, "format", "table") == "json"
+
+
+def progress_stream(args: argparse.Namespace):
+    """A context in which the command's printed lines go to standard error when it prints JSON, so that
+    standard output carries the JSON document alone."""
+    import contextlib
+    import sys
+
+    return contextlib.redirect_stdout(sys.stderr) if wants_json(args) else contextlib.nullcontext()
+
+
+def print_json(doc) -> None:
+    """One JSON document on standard output (paths and numpy numbers as plain values)."""
+    import json
+
+    def plain(value):
+        if isinstance(value, Path):
+            return str(value)
+        if hasattr(value, "item"):
+            return value.item()
+        if hasattr(value, "tolist"):
+            return value.tolist()
+        raise TypeError(f"not JSON: {type(value).__name__}")
+
+    print(json.dumps(doc, indent=2, default=plain))
+
+
 def model_from(params, name: str):
     """The cost model ``name`` with the parameter file's section for it and its reduction tables (what a
     command prices with; InputError, from the file, where the section is missing)."""
@@ -132,3 +169,19 @@ def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
     model = next((name for name, chans in fitted_channels.items()
                   if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
     return model, fitted_channels
+
+
+def paper004_pricer(params, mapping_of, root: int = 0):
+    """Paper 004's closed forms (eq. 1, 9-13) as a pricer (:mod:`commcost.selection.select`); algorithms the paper does not model cost inf."""
+    import numpy as np
+
+    from commcost.closedform.ompi_bcast_model import MODELLED
+
+    def price(choice, nprocs, sizes, bound=None):
+        name = choice.algorithm.name
+        if choice.algorithm.library != "ompi" or name not in MODELLED:
+            return np.full(len(sizes), np.inf)
+        extra = {"fanout": choice.params["fanout"]} if name == "chain" else {}
+        return np.asarray(MODELLED[name](nprocs, np.asarray(sizes, dtype=np.float64), choice.params.get("segsize", 0),
+                                         mapping_of(nprocs), params, root=root, **extra), dtype=np.float64)
+    return price

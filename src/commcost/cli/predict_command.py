@@ -7,11 +7,12 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import (PAPER004, add_strict_option, algorithm_params, collective_case, collectives,
-                                  model_from,
-                                  load_mapping, price_placed, strictness)
+from commcost.cli.options import (PAPER004, add_format_option, add_strict_option, algorithm_params,
+                                  collective_case, collectives, load_mapping, model_from, price_placed, print_json,
+                                  strictness, wants_json)
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
+from commcost.units import TIME_UNITS
 
 
 def _configure_predict(p: argparse.ArgumentParser) -> None:
@@ -33,15 +34,21 @@ def _configure_predict(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mapping", default=None,
                    help="rank placement, overriding the platform file's [mapping]: sequential:PPN, "
                         "round-robin[:NODES], random:PPN:seed=N, file:PATH, layout:PATH:ROW")
-    p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
+    p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[*(f.value for f in OutputFormat), "csv"],
+                   help="table (default), json, or csv (collectives: one row per point and algorithm)")
+    p.add_argument("--unit", default="us", choices=list(TIME_UNITS),
+                   help="the tables' time unit (default us, as OSU prints; JSON is always in seconds)")
     p.add_argument("--explain", action="store_true", help="show how the cost arises (tau-Lop: the formula)")
     coll = p.add_argument_group("collectives (with --collective)")
     which = coll.add_mutually_exclusive_group()
     which.add_argument("--algorithm", help="library name (knomial, mpich.binomial) or Open MPI id")
     which.add_argument("--all-algorithms", action="store_true", help="price every algorithm of the collective")
-    coll.add_argument("--procs", type=int, help="number of ranks P")
+    coll.add_argument("--procs", help="number of ranks P, or a sweep: 2..1024 (every power of two between) "
+                                       "or a list 4,6,8")
     coll.add_argument("--ppn", type=int, help="ranks per node (sequential mapping); default: the platform's")
-    coll.add_argument("--nbytes", help="message size (bcast, reduce, allreduce) or block per rank; 64KiB, 1MiB")
+    coll.add_argument("--nbytes", "--sizes", "-m", dest="nbytes",
+                      help="message size (bcast, reduce, allreduce) or block per rank: 64KiB, 1M (binary, as "
+                           "OSU), or a sweep printed as OSU does: 1..4MiB, OSU's 1:4M, or a list 1K,64K")
     coll.add_argument("--root", type=int, default=0, help="root rank (default 0)")
     coll.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                       help="algorithm parameter, e.g. segsize=8KiB, fanout=2, radix=4 (repeatable)")
@@ -70,29 +77,38 @@ def _predict(args: argparse.Namespace) -> int:
         return predict_pattern(args, platform, spec, model, params)
     if args.collective:
         return _predict_collective(args, platform, spec, model)
+    if args.format == "csv":
+        raise InputError("csv lists collectives' points; expected --format table or json for a schedule",
+                         where="--format")
     schedule = load_schedule(args.schedule)
     mapping = load_mapping(args, platform, spec, schedule.nprocs)
     cost = price_placed(args, schedule, platform, mapping, model)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps(cost_to_dict(cost, schedule.name), indent=2))
     else:
-        print(render_text(cost, schedule.name))
+        print(render_text(cost, schedule.name, unit=args.unit))
     return 0
 
 
 def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=None) -> int:
-    from commcost.collectives import algorithms, build, find
+    from commcost.collectives import Collective, algorithms, build, find
     from commcost.report.cost_report import cost_to_dict, render_comparison, render_text
 
-    case = collective_case(args)
-    collective = case.collective
+    from commcost.cli.predict_sweep import sweep_points
+
+    procs, sizes = sweep_points(args)
     given = algorithm_params(args.param)
     if args.all_algorithms:
-        chosen = algorithms(collective)
+        chosen = algorithms(Collective(args.collective))
     else:
         if not args.algorithm:
             raise InputError("--collective needs --algorithm NAME or --all-algorithms", where="--algorithm")
-        chosen = [find(collective, args.algorithm)]
+        chosen = [find(Collective(args.collective), args.algorithm)]
+    if len(procs) > 1 or len(sizes) > 1 or args.format == "csv":
+        return _predict_sweep(args, platform, spec, model, closed, chosen, given, procs, sizes)
+    args.procs, args.nbytes = procs[0], str(sizes[0])
+    case = collective_case(args)
+    collective = case.collective
     mapping = load_mapping(args, platform, spec, args.procs)
     if closed is not None:
         return _predict_paper004(args, case, chosen, given, mapping, closed)
@@ -145,11 +161,37 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
                          else {**header, **results[0]}, indent=2))
     elif args.all_algorithms:
         print(render_comparison(header, [(a.key, a.id, cs.params, cs.schedule.transmissions_run,
-                                          cs.schedule.phases_run, cost) for a, cs, cost in rows]))
+                                          cs.schedule.phases_run, cost) for a, cs, cost in rows], unit=args.unit))
         for note in skipped:
             print(f"  not priced: {note}")
     else:
-        print(render_text(rows[0][2], rows[0][1].schedule.name))
+        print(render_text(rows[0][2], rows[0][1].schedule.name, unit=args.unit))
+    return 0
+
+
+def _predict_sweep(args: argparse.Namespace, platform, spec, model, closed, chosen, given, procs, sizes) -> int:
+    """``--procs``/``--nbytes`` sweeps (or ``--format csv``): one row per point, as OSU prints
+    (:mod:`commcost.cli.predict_sweep`)."""
+    from commcost.cli.predict_sweep import price_sweep, print_sweep
+    from commcost.cli.options import paper004_pricer
+    from commcost.selection.select import schedule_pricer
+
+    mappings: dict = {}
+
+    def mapping_of(nprocs: int):
+        if nprocs not in mappings:
+            mappings[nprocs] = load_mapping(args, platform, spec, nprocs)
+        return mappings[nprocs]
+
+    if closed is not None:
+        price = paper004_pricer(closed, mapping_of, args.root)
+        chosen = [a for a in chosen if a.library == "ompi"] if args.all_algorithms else chosen
+    else:
+        price = schedule_pricer(model, platform, mapping_of, args.root)
+    rows, skipped = price_sweep(args, chosen, given, procs, sizes, mapping_of, price)
+    header = {"collective": args.collective, "model": PAPER004 if closed is not None else model.NAME,
+              "root": args.root, "mapping": args.mapping or "the platform file's", "procs": procs, "nbytes": sizes}
+    print_sweep(args, header, chosen, rows, skipped)
     return 0
 
 
@@ -184,17 +226,35 @@ def _predict_paper004(args: argparse.Namespace, case, chosen, given, mapping, pa
         text = ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "-"
         mark = "  <- best" if r["time_s"] == best else ""
         print(f"  {r['id']:>3}  {r['algorithm']:<26} {text:<22} {r['equation']:<16} "
-              f"{format_seconds(r['time_s']):>11}{mark}")
+              f"{format_seconds(r['time_s'], args.unit):>11}{mark}")
     return 0
 
 
-@command("algorithms", "list the collective algorithms with their library ids and parameters",
-         lambda p: p.add_argument("--collective", choices=[c.value for c in collectives()],
-                                  help="only this collective"))
+def _configure_algorithms(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--collective", choices=[c.value for c in collectives()], help="only this collective")
+    add_format_option(p, "what ompi_info --parsable gives: library, component, collective, id, name, "
+                         "parameters and defaults")
+
+
+@command("algorithms", "list the collective algorithms with their library ids and parameters", _configure_algorithms)
 def _algorithms(args: argparse.Namespace) -> int:
     from commcost.collectives import Collective, algorithms
+    from commcost.collectives.ompi_han import is_han
 
     chosen = algorithms(Collective(args.collective) if args.collective else None)
+    if wants_json(args):
+        def component(a) -> str | None:
+            return ("han" if is_han(a) else "tuned") if a.library == "ompi" else None
+
+        print_json({"algorithms": [
+            {"collective": a.collective.value, "library": a.library, "component": component(a), "name": a.name,
+             "key": a.key, "id": a.id,
+             "forced_by": (f"coll_tuned_{a.collective.value}_algorithm={a.id}" if a.id is not None
+                           and component(a) == "tuned" else None),
+             "description": a.description,
+             "params": [{"name": p.name, "default": p.default, "minimum": p.minimum, "help": p.help}
+                        for p in a.params]} for a in chosen]})
+        return 0
     current = None
     for a in chosen:
         if a.collective is not current:
@@ -209,11 +269,17 @@ def _algorithms(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("models", "list the cost models", lambda p: None)
+@command("models", "list the cost models", add_format_option)
 def _models(args: argparse.Namespace) -> int:
     from commcost.models import MODELS
 
-    width = max(len(name) for name in MODELS)
+    if wants_json(args):
+        print_json({"models": [{"name": name, "description": MODELS[name].DESCRIPTION} for name in sorted(MODELS)]
+                    + [{"name": PAPER004, "description": "paper 004's closed forms of Open MPI's broadcasts "
+                                                         "(predict and select with --collective bcast)"}]})
+        return 0
+    width = max(len(name) for name in [*MODELS, PAPER004])
     for name in sorted(MODELS):
         print(f"{name:<{width}}  {MODELS[name].DESCRIPTION}")
+    print(f"{PAPER004:<{width}}  paper 004's closed forms of Open MPI's broadcasts (predict and select, bcast)")
     return 0

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.options import PAPER004, add_strict_option, model_from, strictness
+from commcost.cli.options import PAPER004, add_strict_option, model_from, paper004_pricer, strictness
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -112,22 +112,6 @@ def with_algorithm_fits(args: argparse.Namespace, params, price):
                              f"{fit.model}", source=str(args.params),
                              where=f"{ALGORITHM_FIT}.{args.collective}.{name}.model")
     return scaled_pricer(price, fits)
-
-
-def paper004_pricer(params, mapping_of, root: int):
-    """Paper 004's closed forms (eq. 1, 9-13) as a pricer; algorithms the paper does not model cost inf."""
-    import numpy as np
-
-    from commcost.closedform.ompi_bcast_model import MODELLED
-
-    def price(choice, nprocs, sizes, bound=None):
-        name = choice.algorithm.name
-        if choice.algorithm.library != "ompi" or name not in MODELLED:
-            return np.full(len(sizes), np.inf)
-        extra = {"fanout": choice.params["fanout"]} if name == "chain" else {}
-        return np.asarray(MODELLED[name](nprocs, np.asarray(sizes, dtype=np.float64), choice.params.get("segsize", 0),
-                                         mapping_of(nprocs), params, root=root, **extra), dtype=np.float64)
-    return price
 
 
 @command("select", "predict the best algorithm for every process count and message size; write rules",

@@ -71,7 +71,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="table", choices=["table", "json"],
                    help="json: print OUT/report.json (converged share, margins, regions, measured gains) at the end")
     p.add_argument("--strict", action="store_true",
-                   help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%} of the measured points converged "
+                   help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%}% of the measured points converged "
                         f"or the fit's mean proportional error exceeds {MU_BOUND}")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true", help="print calibrate's plan and launch lines, then stop")

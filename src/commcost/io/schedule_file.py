@@ -14,7 +14,7 @@
     }
 
 A size is a number in the file's unit, or a string with a byte unit
-("48KiB", "1.5MB"). The TOML form has the same fields (``[[phases]]``).
+("48KiB", "1.5MiB"; K and M are binary, KB and MB refused). The TOML form has the same fields (``[[phases]]``).
 Errors name the file and the field path, e.g. ``phases[0].sends[2]``.
 
 A *dependency schedule* (:mod:`commcost.schedule.schedule`: no barriers,

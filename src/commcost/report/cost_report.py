@@ -30,14 +30,15 @@ def cost_to_dict(cost: Cost, schedule_name: str = "") -> dict[str, Any]:
     return doc
 
 
-def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
-    """A short report: total, phases, channels and, when explained, the formula and the timeline."""
-    lines = [f"{schedule_name or 'schedule'} under {cost.model}: {format_seconds(cost.time_s)}"]
+def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20, unit: str | None = None) -> str:
+    """A short report: total, phases, channels and, when explained, the formula and the timeline; the
+    phase and channel tables in ``unit`` (:data:`commcost.units.TIME_UNITS`; None: each time in its own)."""
+    lines = [f"{schedule_name or 'schedule'} under {cost.model}: {format_seconds(cost.time_s, unit)}"]
     lines.append("")
     lines.append(f"  {'phase':<24} {'ends at' if cost.from_start else 'time':>12}")
     shown = list(zip(cost.phase_names, cost.phase_time_s))
     for name, t in shown[:max_rows]:
-        lines.append(f"  {name:<24} {format_seconds(float(t)):>12}")
+        lines.append(f"  {name:<24} {format_seconds(float(t), unit):>12}")
     if len(shown) > max_rows:
         lines.append(f"  ... {len(shown) - max_rows} more phases")
     lines.append("")
@@ -45,13 +46,13 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
     for c in cost.channel_time_s:
         if cost.channel_count[c]:
             lines.append(f"  {c:<12} {cost.channel_count[c]:>14} {format_nbytes(cost.channel_nbytes[c]):>12} "
-                         f"{format_seconds(cost.channel_time_s[c]):>12}")
+                         f"{format_seconds(cost.channel_time_s[c], unit):>12}")
     explain = cost.explain
     if explain.get("beyond_table"):
         lines += ["", f"  tau-Lop tables beyond their range: {explain['beyond_table']}"]
     if "formula" in explain:
-        unit = explain.get("unit", "B")
-        lines += ["", f"  tau-Lop algebra (sizes in {unit}; paper 000 rules A1-A3, eq. 5-7):",
+        size_unit = explain.get("unit", "B")
+        lines += ["", f"  tau-Lop algebra (sizes in {size_unit}; paper 000 rules A1-A3, eq. 5-7):",
                   f"    {explain['formula']}",
                   f"    = {format_seconds(explain['formula_s'])} by the paper's algebra",
                   f"    = {format_seconds(explain['engine_s'])} by the exact engine "
@@ -78,8 +79,10 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20) -> str:
     return "\n".join(lines)
 
 
-def render_comparison(header: dict[str, Any], rows: list[tuple[str, int | None, dict, int, int, Cost]]) -> str:
-    """Algorithms side by side: one row per (name, id, params, transmissions, phases, cost), best marked."""
+def render_comparison(header: dict[str, Any], rows: list[tuple[str, int | None, dict, int, int, Cost]],
+                      unit: str | None = None) -> str:
+    """Algorithms side by side: one row per (name, id, params, transmissions, phases, cost), best marked;
+    times in ``unit`` (None: each in its own)."""
     best = min((cost.time_s for *_, cost in rows), default=0.0)
     lines = [f"{header['collective']} of {format_nbytes(header['nbytes'])} on {header['procs']} ranks "
              f"(root {header['root']}, {header['mapping']}) under {header['model']}", ""]
@@ -90,5 +93,5 @@ def render_comparison(header: dict[str, Any], rows: list[tuple[str, int | None, 
         ratio = cost.time_s / best if best > 0 else 1.0
         mark = "  <- best" if cost.time_s == best else ""
         lines.append(f"  {'' if ident is None else ident:>3}  {name:<44} {text:<26} {ntx:>9} {nphases:>7} "
-                     f"{format_seconds(cost.time_s):>11} {ratio:>7.2f}x{mark}")
+                     f"{format_seconds(cost.time_s, unit):>11} {ratio:>7.2f}x{mark}")
     return "\n".join(lines)
