@@ -20,6 +20,7 @@ from pathlib import Path
 
 from commcost.errors import InputError
 from commcost.platform.layout import LayoutRow
+from commcost.io.text_lines import text_of
 
 _CORES = re.compile(r"^c=(\d+)$")
 
@@ -27,10 +28,7 @@ _CORES = re.compile(r"^c=(\d+)$")
 def read_layout_table(path: str | Path) -> dict[str, LayoutRow]:
     """Rows of a layout table by name; errors name the file, line and column."""
     source = str(path)
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read the layout table ({exc.strerror})", source=source) from None
+    lines = text_of(path, "layout table").splitlines()
     header: list[str] | None = None
     rows: dict[str, LayoutRow] = {}
     for lineno, line in enumerate(lines, start=1):

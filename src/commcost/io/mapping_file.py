@@ -20,15 +20,13 @@ import numpy as np
 from commcost.errors import InputError
 from commcost.platform.mapping import Mapping
 from commcost.platform.platform import Platform
+from commcost.io.text_lines import text_of
 
 
 def read_node_names(path: str | Path) -> list[str]:
     """The node name of each rank, in rank order."""
     source = str(path)
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read the mapping file ({exc.strerror})", source=source) from None
+    lines = text_of(path, "mapping file").splitlines()
     names = []
     for lineno, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()

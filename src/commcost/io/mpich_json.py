@@ -29,6 +29,7 @@ from commcost.collectives import Collective
 from commcost.errors import InputError
 from commcost.io.rule_bands import Band, Step, bands
 from commcost.selection.decision import Choice, Selection
+from commcost.io.text_lines import text_of
 
 AVG_MSG_SIZE = (Collective.BCAST, Collective.REDUCE, Collective.ALLREDUCE, Collective.ALLTOALL)
 TREE_TYPES = ("kary", "knomial_1", "knomial_2")  # MPIR_Tree_type_t order, get_tree_type_from_string
@@ -92,10 +93,9 @@ def _tree(selection: Selection) -> dict:
 def read_mpich_json(path: str | Path) -> dict:
     """A complete MPICH selection file (the base one merges into), as its JSON object; InputError naming the
     file (and line) where it cannot be read or is not a JSON object."""
+    text = text_of(path, "base selection file")
     try:
-        document = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise InputError(f"cannot read the base selection file: {error.strerror}", source=str(path)) from None
+        document = json.loads(text)
     except json.JSONDecodeError as error:
         raise InputError(f"not JSON: {error.msg}", source=str(path), where=f"line {error.lineno}") from None
     if not isinstance(document, dict):

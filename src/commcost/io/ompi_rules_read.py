@@ -26,6 +26,7 @@ from typing import Any
 from commcost.collectives import Collective, algorithms
 from commcost.errors import InputError
 from commcost.io.ompi_rules import COLLECTIVE_NAMES, OmpiBlock, OmpiRule, OmpiRules
+from commcost.io.text_lines import text_of
 
 _HEADER = re.compile(r"rule-file-version-(\d+)")
 _NUMBER = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
@@ -197,10 +198,7 @@ def _read_json(text: str, source: str) -> OmpiRules:
 def read_ompi_rules(path: str | Path) -> OmpiRules:
     """The rules of an Open MPI coll/tuned rules file, classic or JSON."""
     source = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise InputError(f"cannot read the rules file: {error.strerror}", source=source) from None
+    text = text_of(path, "rules file")
     if text.lstrip().startswith("{"):
         return _read_json(text, source)
     return _read_classic(text, source)

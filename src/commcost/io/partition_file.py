@@ -26,6 +26,7 @@ import numpy as np
 
 from commcost.errors import InputError
 from commcost.kernels.partition2d import Partition2D
+from commcost.io.text_lines import text_of
 
 HEADER = ("size", "N", "kb")
 FIELDS = ("host", "rank_intra", "i", "j", "x", "y", "w", "h")
@@ -34,10 +35,7 @@ FIELDS = ("host", "rank_intra", "i", "j", "x", "y", "w", "h")
 def read_partition(path: str | Path) -> Partition2D:
     """The partition in a 2D distribution file; errors name the file, line and field."""
     source = str(path)
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read the partition file ({exc.strerror})", source=source) from None
+    lines = text_of(path, "partition file").splitlines()
     header: dict[str, int] = {}
     hosts: list[str] = []
     rects: list[list[int]] = []

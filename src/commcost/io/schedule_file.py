@@ -42,6 +42,7 @@ from commcost.errors import InputError
 from commcost.io.toml_file import read_toml
 from commcost.schedule.schedule import Schedule, SendMode, SizeUnit, dependency_rows
 from commcost.units import parse_nbytes
+from commcost.io.text_lines import text_of
 
 _TOP = ("name", "nprocs", "unit", "dependencies", "phases")
 _PHASE = ("name", "mode", "repeat", "combine", "rank_modes", "sends")
@@ -54,10 +55,7 @@ def load_schedule(path: str | Path) -> Schedule:
     if suffix == ".toml":
         data: Any = read_toml(path).data
     elif suffix == ".json":
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read the schedule ({exc.strerror})", source=source) from None
+        text = text_of(path, "schedule")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

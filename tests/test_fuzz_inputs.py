@@ -1,0 +1,260 @@
+"""Every reader and predict's options, fuzzed (issue 16 item 1): a result, or one line naming the file or option.
+
+Property-based (hypothesis): each case starts from a valid file of the
+format and breaks it the way files break in practice (a line deleted or
+repeated, the file cut short, a number replaced by NaN, inf, -1, 0, 1e400,
+a word or nothing, lines swapped, binary or non-UTF-8 bytes, an empty file,
+a directory in its place). Allowed outcomes: the reader returns, or raises
+:class:`InputError` whose message names the file; anything else (a
+traceback of another type) fails, and so does a case that runs past
+``CASE_LIMIT_S`` (no reader may hang). The case count is printed by
+``-s``; ``FUZZ_EXAMPLES`` (environment) raises it for a longer hunt.
+
+``predict --collective`` is fuzzed the same way over its options (P,
+sizes, root, ppn, mapping, parameters, including 0, -1, 10^7, ``1.5KiB``,
+``1e400``): exit 0 with finite, non-negative times, or exit 2 with one
+line on standard error and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from commcost.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+EX = ROOT / "examples"
+DATA = ROOT / "tests" / "data"
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
+CASE_LIMIT_S = 10
+
+BAD_NUMBERS = ["nan", "NaN", "inf", "-inf", "-1", "0", "1e400", "1e30", "-0", "abc", "", "1.5", "99999999999999999999",
+               '"x"', "[]", "{}"]
+OMPI_CLASSIC = "1\n7\n1\n4\n2\n0 1 0 0\n8192 6 0 0\n"  # bcast (id 7), P = 4: linear below 8 KiB, binomial above
+
+
+def _platform():
+    from commcost.io.platform_file import load_platform
+    return load_platform(EX / "paper000" / "platform.toml")[0]
+
+
+def _osu(path):
+    from commcost.io.osu_import import read_osu
+    return read_osu(path)
+
+
+def _osu_collective(path):
+    from commcost.io.osu_import import RunContext, read_osu
+    return read_osu(path, RunContext(nprocs=4))
+
+
+def _mapping(path):
+    from commcost.io.mapping_file import load_mapping_file
+    return load_mapping_file(path, _platform())
+
+
+def _gamma(path):
+    from commcost.io.gamma_table import read_gamma_table
+    return read_gamma_table(path, "SUM_I", strict=False)
+
+
+def _taulop(path):
+    from commcost.io.taulop_table import read_taulop_table
+    return read_taulop_table(path, strict=False, warnings=[])
+
+
+def _params(path):
+    from commcost.io.params_file import load_params
+    params = load_params(path)
+    for name in params.sections:  # what a command does next: build each model from its section
+        if name in ("hockney", "loggp", "taulop", "hloggp", "loggph", "maxrate"):
+            params.for_model(name)
+    return params
+
+
+def _reader(module: str, name: str):
+    def read(path):
+        import importlib
+        return getattr(importlib.import_module(module), name)(path)
+    return read
+
+
+# name -> (reader, valid file, suffix the copy keeps)
+READERS = {
+    "platform": (_reader("commcost.io.platform_file", "load_platform"), EX / "cluster" / "platform.toml", ".toml"),
+    "platform-paper000": (_reader("commcost.io.platform_file", "load_platform"), EX / "paper000" / "platform.toml",
+                          ".toml"),
+    "params": (_params, EX / "params" / "illustrative.toml", ".toml"),
+    "schedule-json": (_reader("commcost.io.schedule_file", "load_schedule"), EX / "paper000" / "summa_k80.json",
+                      ".json"),
+    "schedule-binomial": (_reader("commcost.io.schedule_file", "load_schedule"), EX / "paper000" / "binomial16.json",
+                          ".json"),
+    "taulop-table": (_taulop, EX / "params" / "metropolis" / "SHM.txt", ".txt"),
+    "gamma-table": (_gamma, EX / "params" / "metropolis" / "gamma.txt", ".txt"),
+    "osu": (_osu, DATA / "osu" / "osu_latency_shm.out", ".out"),
+    "osu-collective": (_osu_collective, DATA / "osu" / "osu_allreduce.out", ".out"),
+    "imb": (_reader("commcost.io.imb_import", "read_imb"), DATA / "imb" / "IMB-MPI1_np4.out", ".out"),
+    "speeds": (_reader("commcost.io.speeds_file", "read_speeds"), EX / "paper000" / "fig8_speeds.txt", ".txt"),
+    "fermi-speeds": (_reader("commcost.io.speeds_file", "read_speeds"), EX / "fermi" / "speeds.txt", ".txt"),
+    "process-layout": (_reader("commcost.io.process_layout_file", "read_process_layout"),
+                       EX / "paper000" / "fig8_layout.txt", ".txt"),
+    "layout-table": (_reader("commcost.io.layout_file", "read_layout_table"), EX / "fermi" / "table1.txt", ".txt"),
+    "partition": (_reader("commcost.io.partition_file", "read_partition"), EX / "paper000" / "fig8_partition.txt",
+                  ".txt"),
+    "mapping": (_mapping, EX / "paper000" / "wave2d_ranks.txt", ".txt"),
+    "bandwidths": (_reader("commcost.io.bandwidths_file", "load_bandwidths"), EX / "grid5000" / "bandwidths.toml",
+                   ".toml"),
+    "ompi-rules": (_reader("commcost.io.ompi_rules_read", "read_ompi_rules"), OMPI_CLASSIC, ".conf"),
+}
+
+
+@contextmanager
+def time_limit(seconds: int):
+    """Fail a case that runs longer than ``seconds`` (a hang) instead of waiting for it."""
+    def stop(signum, frame):
+        raise TimeoutError(f"no answer in {seconds} s")
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@st.composite
+def broken(draw, text: str) -> bytes:
+    """``text`` broken one to three times the way files break."""
+    lines = text.splitlines(keepends=True) or [""]
+    how = draw(st.sampled_from(["empty", "binary", "edits"]), label="how")
+    if how == "empty":
+        return draw(st.sampled_from([b"", b"\n", b"   \n\n"]))
+    if how == "binary":
+        cut = draw(st.integers(0, len(text)))
+        return text[:cut].encode() + draw(st.sampled_from([b"\xff\xfe\x00\x01", b"\x00" * 8, b"\xc3\x28",
+                                                            bytes(range(256))])) + text[cut:].encode()
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, max(len(lines) - 1, 0)))
+        edit = draw(st.sampled_from(["delete", "repeat", "truncate", "number", "swap", "junk"]))
+        if edit == "delete" and len(lines) > 1:
+            del lines[i]
+        elif edit == "repeat":
+            lines.insert(i, lines[i])
+        elif edit == "truncate":
+            whole = "".join(lines)
+            lines = whole[:draw(st.integers(0, len(whole)))].splitlines(keepends=True) or [""]
+        elif edit == "number":
+            import re
+            numbers = list(re.finditer(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", lines[i]))
+            if numbers:
+                m = draw(st.sampled_from(numbers))
+                lines[i] = lines[i][:m.start()] + draw(st.sampled_from(BAD_NUMBERS)) + lines[i][m.end():]
+        elif edit == "swap" and len(lines) > 1:
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif edit == "junk":
+            lines.insert(i, draw(st.sampled_from(["garbage here\n", "= = =\n", "[[[\n", "}\n", ",,,\n", "\t\n"])))
+    return "".join(lines).encode()
+
+
+def check(read, path: Path) -> str:
+    """Read ``path``: 'ok', or 'refused' for an InputError that names the file; anything else fails."""
+    try:
+        with time_limit(CASE_LIMIT_S):
+            read(path)
+    except InputError as exc:
+        assert str(path) in str(exc) or path.name in str(exc), f"the message does not name the file: {exc}"
+        assert "\n" not in str(exc).strip(), f"not one line: {exc!r}"
+        return "refused"
+    return "ok"
+
+
+SEEN: dict[str, dict[str, int]] = {}
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_broken_file_is_read_or_refused_naming_the_file(name, tmp_path_factory):
+    read, valid, suffix = READERS[name]
+    text = valid if isinstance(valid, str) else valid.read_text()
+    folder = tmp_path_factory.mktemp(name)
+    if name == "params":  # the tables its sections name, beside it
+        import shutil
+        shutil.copytree(valid.parent, folder, dirs_exist_ok=True)
+    path = folder / f"input{suffix}"
+    path.write_text(text)
+    assert check(read, path) == "ok", "the valid file must load"
+    counts = SEEN.setdefault(name, {"ok": 0, "refused": 0})
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(data=broken(text))
+    def case(data: bytes) -> None:
+        path.write_bytes(data)
+        counts[check(read, path)] += 1
+
+    case()
+    assert counts["ok"] + counts["refused"] >= 1
+    print(f"{name}: {counts['ok']} read, {counts['refused']} refused")
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_missing_file_or_a_directory_is_refused_naming_it(name, tmp_path):
+    read = READERS[name][0]
+    assert check(read, tmp_path / "missing.txt") == "refused"
+    assert check(read, tmp_path) == "refused"
+
+
+BAD_OPTION_VALUES = ["0", "1", "-1", "2", "3", "7", "64", "10000000", "1.5", "1e400", "nan", "inf", "", "abc",
+                     "1KiB", "1.5KiB", "1K", "1KB", "4M", "2..8", "8..2", "1:4K", "1,2,3", ",", "..", "-1..4"]
+OPTION_NAMES = ["--procs", "--nbytes", "--root", "--ppn", "--param", "--mapping"]
+MAPPINGS = ["sequential:4", "sequential:0", "round-robin", "round-robin:0", "random:4:seed=1", "file:/nonexistent",
+            "layout:x:y", "nonsense", "sequential:-1"]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(algorithm=st.sampled_from(["binomial", "6", "knomial", "chain", "scatter_allgather_ring", "mpich.binomial",
+                                  "ompi.han", "all"]),
+       changes=st.dictionaries(st.sampled_from(OPTION_NAMES), st.sampled_from(BAD_OPTION_VALUES), max_size=3),
+       mapping=st.none() | st.sampled_from(MAPPINGS), collective=st.sampled_from(["bcast", "allreduce", "gather"]),
+       fmt=st.sampled_from(["table", "json", "csv"]))
+def test_predict_options_give_a_sane_result_or_one_line(capsys, algorithm, changes, mapping, collective, fmt):
+    import json
+    import math
+
+    from commcost.cli.main import main
+
+    options = {"--procs": "4", "--nbytes": "1KiB", **changes}
+    if "--param" in options:
+        options["--param"] = f"segsize={options['--param']}"
+    if mapping is not None:
+        options["--mapping"] = mapping
+    argv = ["predict", "--collective", collective, "--platform", str(EX / "cluster" / "platform.toml"),
+            "--params", str(EX / "params" / "illustrative.toml"), "--model", "taulop", "--format", fmt,
+            *(["--all-algorithms"] if algorithm == "all" else ["--algorithm", algorithm])]
+    for flag, value in options.items():
+        argv += [flag, value]
+    capsys.readouterr()
+    try:
+        with time_limit(CASE_LIMIT_S):
+            code = main(argv)
+    except SystemExit as exc:  # argparse: a value of the wrong type
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code in (0, 2), (argv, err)
+    assert "Traceback" not in err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("commcost"), (argv, err)
+        return
+    if fmt == "json":
+        doc = json.loads(out)
+        times = [doc["time_s"]] if "time_s" in doc else [r["time_s"] for r in doc.get("results", [])]
+        times += [t for p in doc.get("points", []) for t in p["times_s"].values() if t is not None]
+        assert all(math.isfinite(t) and t >= 0 for t in times), (argv, times)
