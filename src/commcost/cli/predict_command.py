@@ -69,6 +69,12 @@ def _predict(args: argparse.Namespace) -> int:
                              where="--model")
         return _predict_collective(args, platform, spec, None, params.for_model(PAPER004))
     model = model_from(params, args.model)
+    if args.procs is not None and not args.collective:  # sweeps are for collectives; kernels take one P
+        try:
+            args.procs = int(args.procs)
+        except ValueError:
+            raise InputError(f"expected an integer number of ranks, got {args.procs!r} (sweeps go with "
+                             "--collective)", where="--procs") from None
     if args.kernel:
         from commcost.cli.kernel_command import predict_kernel
         return predict_kernel(args, platform, spec, model, params)
