@@ -83,7 +83,10 @@ def run_monitored(collective: str, nprocs: int, nbytes: int, root: int = 0,
         for key, value in settings.items():
             command += ["--mca", key, value]
         command += [sys.executable, __file__, collective, str(nbytes), str(root)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        for _ in range(3):  # this machine's PMIx sometimes fails to start its listener: launch again
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            if done.returncode == 0 or "listener thread failed to start" not in done.stderr:
+                break
         if done.returncode != 0:
             raise RuntimeError(f"mpirun failed ({done.returncode}): {done.stderr[-2000:]}")
         return parse_profiles(Path(tmp))
