@@ -23,12 +23,8 @@ def parse_nbytes(text: str | int) -> int:
     K, M, G and T are binary (1K = 1024 bytes, as OSU prints sizes); KB, MB, GB and TB are refused with
     a hint, since readers disagree on them. Sizes above :data:`MAX_NBYTES` are refused.
     """
-    if isinstance(text, int):
-        if text < 0:
-            raise InputError(f"expected a size >= 0, got {text}")
-        if text > MAX_NBYTES:
-            raise InputError(f"expected a size of at most 1 PiB ({MAX_NBYTES} bytes), got {text}")
-        return text
+    if isinstance(text, int) and text < 0:
+        raise InputError(f"expected a size >= 0, got {text}")
     match = _SIZE_RE.match(str(text))
     unit = match.group(2).lower() if match else None
     if unit in _DECIMAL_UNITS:

@@ -17,7 +17,7 @@ from commcost.cli.options import PAPER004
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
-OMPI_BCAST = PAPER004  # one name for paper 004's model in every command (was "ompi_bcast_model" here)
+OMPI_BCAST = PAPER004  # one name for paper 004's model in every command (was "ompi-bcast" here)
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -36,7 +36,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--statistic", default="median", choices=["median", "mean"],
                    help="per-point time to fit: the median over repetitions (robust, default; the mean where "
                         "a row has no median) or the mean")
-    p.add_argument("--shm-channel", default="shm", help="ompi_bcast_model: the shared-memory channel's name (c = 0)")
+    p.add_argument("--shm-channel", default="shm",
+                   help="ompi_bcast_model: the shared-memory channel's name (c = 0)")
     p.add_argument("--network-channel", default="tcp", help="ompi_bcast_model: the network channel's name (c = 1)")
     p.add_argument("--from-collectives", action="store_true",
                    help="fit to measured times of forced collective algorithms (OSU sweeps, commcost import "

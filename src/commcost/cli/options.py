@@ -123,7 +123,6 @@ def price_placed(args: argparse.Namespace, schedule, platform, mapping, model):
 
 def collective_case(args: argparse.Namespace) -> "Case":
     """The :class:`~commcost.collectives.Case` that ``--collective``, ``--procs``, ``--nbytes`` and ``--root`` name."""
-    from commcost.collectives import Case, Collective
     from commcost.units import parse_nbytes
 
     for flag, value in (("--procs", args.procs), ("--nbytes", args.nbytes)):
@@ -133,10 +132,25 @@ def collective_case(args: argparse.Namespace) -> "Case":
         nbytes = parse_nbytes(args.nbytes)
     except InputError as exc:
         raise exc.located(where="--nbytes") from None
+    return case_of(args.collective, args.procs, nbytes, args.root)
+
+
+def case_of(collective: str, nprocs: int, nbytes: int, root: int) -> "Case":
+    """A :class:`~commcost.collectives.Case`, its errors named by the option that set the field (``--root``)."""
+    from commcost.collectives import Case, Collective
+
     try:
-        return Case(Collective(args.collective), args.procs, nbytes, args.root)
+        return Case(Collective(collective), nprocs, nbytes, root)
     except InputError as exc:
         raise InputError(exc.message, where=f"--{exc.where}" if exc.where else None) from None
+
+
+def given_params(algorithm, given: dict[str, int], every_algorithm: bool) -> dict[str, int]:
+    """The ``--param`` values ``algorithm`` is priced with: with ``--all-algorithms`` only those it has; for
+    one algorithm all of them (an unknown name is then its error)."""
+    if not every_algorithm:
+        return given
+    return {k: v for k, v in given.items() if any(p.name == k for p in algorithm.params)}
 
 
 def algorithm_params(items: list[str]) -> dict[str, int]:
@@ -172,7 +186,8 @@ def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
 
 
 def paper004_pricer(params, mapping_of, root: int = 0):
-    """Paper 004's closed forms (eq. 1, 9-13) as a pricer (:mod:`commcost.selection.select`); algorithms the paper does not model cost inf."""
+    """Paper 004's closed forms (eq. 1, 9-13) as a pricer (:mod:`commcost.selection.select`); algorithms the
+    paper does not model cost inf."""
     import numpy as np
 
     from commcost.closedform.ompi_bcast_model import MODELLED

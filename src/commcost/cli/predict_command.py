@@ -7,9 +7,9 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import (PAPER004, add_format_option, add_strict_option, algorithm_params,
-                                  collective_case, collectives, load_mapping, model_from, price_placed, print_json,
-                                  strictness, wants_json)
+from commcost.cli.options import (PAPER004, add_format_option, add_strict_option, algorithm_params, case_of,
+                                  collectives, given_params, load_mapping, model_from, paper004_pricer, price_placed,
+                                  print_json, strictness, wants_json)
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 from commcost.units import TIME_UNITS
@@ -69,6 +69,8 @@ def _predict(args: argparse.Namespace) -> int:
                              where="--model")
         return _predict_collective(args, platform, spec, None, params.for_model(PAPER004))
     model = model_from(params, args.model)
+    if args.format == "csv" and not args.collective:
+        raise InputError("csv lists collectives' points; expected --format table or json here", where="--format")
     if args.procs is not None and not args.collective:  # sweeps are for collectives; kernels take one P
         try:
             args.procs = int(args.procs)
@@ -83,9 +85,6 @@ def _predict(args: argparse.Namespace) -> int:
         return predict_pattern(args, platform, spec, model, params)
     if args.collective:
         return _predict_collective(args, platform, spec, model)
-    if args.format == "csv":
-        raise InputError("csv lists collectives' points; expected --format table or json for a schedule",
-                         where="--format")
     schedule = load_schedule(args.schedule)
     mapping = load_mapping(args, platform, spec, schedule.nprocs)
     cost = price_placed(args, schedule, platform, mapping, model)
@@ -112,8 +111,8 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
         chosen = [find(Collective(args.collective), args.algorithm)]
     if len(procs) > 1 or len(sizes) > 1 or args.format == "csv":
         return _predict_sweep(args, platform, spec, model, closed, chosen, given, procs, sizes)
-    args.procs, args.nbytes = procs[0], str(sizes[0])
-    case = collective_case(args)
+    args.procs = procs[0]
+    case = case_of(args.collective, procs[0], sizes[0], args.root)
     collective = case.collective
     mapping = load_mapping(args, platform, spec, args.procs)
     if closed is not None:
@@ -124,9 +123,7 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
     rows = []
     skipped: list[str] = []
     for algorithm in chosen:
-        mine = {k: v for k, v in given.items() if any(p.name == k for p in algorithm.params)}
-        if not args.all_algorithms:
-            mine = given  # unknown names are errors for a single algorithm
+        mine = given_params(algorithm, given, args.all_algorithms)
         if "ppn" not in mine:  # han: ranks per node from the placement
             from commcost.collectives.ompi_han import on_placement
 
@@ -179,7 +176,6 @@ def _predict_sweep(args: argparse.Namespace, platform, spec, model, closed, chos
     """``--procs``/``--nbytes`` sweeps (or ``--format csv``): one row per point, as OSU prints
     (:mod:`commcost.cli.predict_sweep`)."""
     from commcost.cli.predict_sweep import price_sweep, print_sweep
-    from commcost.cli.options import paper004_pricer
     from commcost.selection.select import schedule_pricer
 
     mappings: dict = {}

@@ -50,27 +50,21 @@ def price_sweep(args: argparse.Namespace, chosen, given: dict[str, int], procs: 
                 mapping_of, price) -> tuple[list[dict], list[str]]:
     """Every chosen algorithm at every (P, size): rows ``{procs, nbytes, times_s: {key: seconds or None}}``
     and the notes on what was not priced (None where the library does not run it)."""
-    from commcost.collectives import Case
+    from commcost.cli.options import case_of, given_params
     from commcost.collectives.recorder import MAX_TRANSMISSIONS, ScheduleTooLarge
     from commcost.selection.decision import Choice
 
     choices = []
     for algorithm in chosen:
-        mine = {k: v for k, v in given.items() if any(p.name == k for p in algorithm.params)}
-        if not args.all_algorithms:
-            mine = given  # unknown names are errors for a single algorithm
         try:
-            values = algorithm.resolve_params(mine)
+            values = algorithm.resolve_params(given_params(algorithm, given, args.all_algorithms))
         except InputError as exc:
             raise InputError(exc.message, where=f"--param {exc.where}" if exc.where else "--param") from None
         choices.append(Choice(algorithm, values))
     times = {(p, n): {} for p in procs for n in sizes}
     skipped = []
     for nprocs in procs:
-        try:
-            Case(chosen[0].collective, nprocs, sizes[0], args.root)
-        except InputError as exc:
-            raise InputError(exc.message, where=f"--{exc.where}" if exc.where else "--procs") from None
+        case_of(args.collective, nprocs, sizes[0], args.root)
         mapping_of(nprocs)  # errors name the platform file or --mapping
         for choice in choices:
             key = choice.algorithm.key

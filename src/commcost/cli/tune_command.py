@@ -31,7 +31,7 @@ import numpy as np
 
 from commcost.calibration.plan import TIMED_COLLECTIVES
 from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
-from commcost.cli.options import selection_model
+from commcost.cli.options import add_format_option, progress_stream, selection_model
 from commcost.cli.registry import command, run_command
 from commcost.errors import InputError
 
@@ -68,8 +68,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-gain", type=_fraction, default=0.10,
                    help="keep Open MPI's default where the best pick is predicted less than this much faster "
                         "(default 10%%; 0 writes every pick)")
-    p.add_argument("--format", default="table", choices=["table", "json"],
-                   help="json: print OUT/report.json (converged share, margins, regions, measured gains) at the end")
+    add_format_option(p, "OUT/report.json (converged share, margins, regions, measured gains) at the end")
     p.add_argument("--strict", action="store_true",
                    help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%}% of the measured points converged "
                         f"or the fit's mean proportional error exceeds {MU_BOUND}")
@@ -128,10 +127,7 @@ def platform_text(ppn: int, nnodes: int, network: str) -> str:
 def _tune(args: argparse.Namespace) -> int:
     if args.format != "json":
         return _tune_steps(args)
-    import contextlib
-    import sys
-
-    with contextlib.redirect_stdout(sys.stderr):  # progress and the text report to stderr, the JSON alone on stdout
+    with progress_stream(args):  # progress and the text report to stderr, the JSON alone on stdout
         code = _tune_steps(args)
     report = args.out / "report.json"
     if report.exists():
