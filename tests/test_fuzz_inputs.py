@@ -12,8 +12,17 @@ traceback of another type) fails, and so does a case that runs past
 
 ``predict --collective`` is fuzzed the same way over its options (P,
 sizes, root, ppn, mapping, parameters, including 0, -1, 10^7, ``1.5KiB``,
-``1e400``): exit 0 with finite, non-negative times, or exit 2 with one
-line on standard error and no traceback.
+``1e400``), and so are select, partition, import osu, calibrate and tune
+(their dry runs) and evaluate-selection: exit 0 with finite, non-negative
+times (every ``*_s`` of the JSON), or exit 2 with one line on standard
+error and no traceback, within the case limit.
+
+Found and fixed by it: non-UTF-8 bytes crashing six readers; a segmented
+pipeline of millions of segments filling the memory (now refused before its
+arrays are built); han pipelines of thousands of segments running for
+minutes (now at most 1,024 segments, stated); an infinite or NaN
+``--budget``; tune's dry run printing no JSON; a job script without ranks
+per node reported as missing.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from commcost.errors import InputError
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
 DATA = ROOT / "tests" / "data"
+FUZZ = DATA / "fuzz"  # small valid files of the formats commcost writes (rules, schedules, measurements)
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
 CASE_LIMIT_S = 10
 
@@ -79,6 +89,30 @@ def _params(path):
     return params
 
 
+def _measurements(path):
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
+    return fit_times(measurement_columns(read_measurements(path)))  # as fit, tune and evaluate go on
+
+
+def _scotch(path):
+    from commcost.io.scotch_files import read_mapping
+    from commcost.io.text_lines import text_of
+    return read_mapping(text_of(path, "Scotch mapping"), 6, source=str(path))
+
+
+def _coltune(path):
+    """The file as one output (or the job script) of an ompi-collectives-tuning folder, read as a folder."""
+    import shutil
+
+    from commcost.io.coltune_import import read_coltune
+    if path.parent.name != "bcast":  # a missing file or a directory given as the folder
+        return read_coltune(path)
+    other = "bcast_coltune.sh" if path.suffix == ".out" else "6_8ranks_run0.out"
+    if not (path.parent / other).exists():
+        shutil.copy(DATA / "peak-coltune" / "output" / "bcast" / other, path.parent / other)
+    return read_coltune(path.parents[2], host="fuzz")
+
+
 def _reader(module: str, name: str):
     def read(path):
         import importlib
@@ -86,7 +120,7 @@ def _reader(module: str, name: str):
     return read
 
 
-# name -> (reader, valid file, suffix the copy keeps)
+# name -> (reader, valid file, suffix the copy keeps, or "/" and the path it takes inside a folder)
 READERS = {
     "platform": (_reader("commcost.io.platform_file", "load_platform"), EX / "cluster" / "platform.toml", ".toml"),
     "platform-paper000": (_reader("commcost.io.platform_file", "load_platform"), EX / "paper000" / "platform.toml",
@@ -112,6 +146,18 @@ READERS = {
     "bandwidths": (_reader("commcost.io.bandwidths_file", "load_bandwidths"), EX / "grid5000" / "bandwidths.toml",
                    ".toml"),
     "ompi-rules": (_reader("commcost.io.ompi_rules_read", "read_ompi_rules"), OMPI_CLASSIC, ".conf"),
+    "ompi-rules-json": (_reader("commcost.io.ompi_rules_read", "read_ompi_rules"), FUZZ / "ompi-rules.json",
+                        ".json"),
+    "schedule-toml": (_reader("commcost.io.schedule_file", "load_schedule"), FUZZ / "binomial16.toml", ".toml"),
+    "measurements": (_measurements, FUZZ / "measurements.csv", ".csv"),
+    "han-rules": (_reader("commcost.io.han_rules_read", "read_han_rules"), FUZZ / "han-rules.conf", ".conf"),
+    "mca-params": (_reader("commcost.io.han_rules", "read_mca_params"), FUZZ / "mca-params.conf", ".conf"),
+    "mpich-json": (_reader("commcost.io.mpich_json", "read_mpich_json"), FUZZ / "mpich.json", ".json"),
+    "scotch-mapping": (_scotch, FUZZ / "scotch.map", ".map"),
+    "coltune-output": (_coltune, DATA / "peak-coltune" / "output" / "bcast" / "6_8ranks_run0.out",
+                       "/output/bcast/6_8ranks_run0.out"),
+    "coltune-script": (_coltune, DATA / "peak-coltune" / "output" / "bcast" / "bcast_coltune.sh",
+                       "/output/bcast/bcast_coltune.sh"),
 }
 
 
@@ -187,7 +233,8 @@ def test_a_broken_file_is_read_or_refused_naming_the_file(name, tmp_path_factory
     if name == "params":  # the tables its sections name, beside it
         import shutil
         shutil.copytree(valid.parent, folder, dirs_exist_ok=True)
-    path = folder / f"input{suffix}"
+    path = folder / (suffix[1:] if suffix.startswith("/") else f"input{suffix}")  # "/a/b": that path in a folder
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     assert check(read, path) == "ok", "the valid file must load"
     counts = SEEN.setdefault(name, {"ok": 0, "refused": 0})
@@ -211,6 +258,25 @@ def test_a_missing_file_or_a_directory_is_refused_naming_it(name, tmp_path):
     assert check(read, tmp_path) == "refused"
 
 
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    """Run ``commcost ARGV`` within the case limit: exit 0 (returns its standard output) or exit 2 with one
+    line on standard error and no traceback; anything else fails."""
+    from commcost.cli.main import main
+
+    capsys.readouterr()
+    try:
+        with time_limit(CASE_LIMIT_S):
+            code = main(argv)
+    except SystemExit as exc:  # argparse: a value of the wrong type
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code in (0, 2), (argv, err)
+    assert "Traceback" not in err, (argv, err)
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("commcost"), (argv, err)
+    return code, out
+
+
 BAD_OPTION_VALUES = ["0", "1", "-1", "2", "3", "7", "64", "10000000", "1.5", "1e400", "nan", "inf", "", "abc",
                      "1KiB", "1.5KiB", "1K", "1KB", "4M", "2..8", "8..2", "1:4K", "1,2,3", ",", "..", "-1..4"]
 OPTION_NAMES = ["--procs", "--nbytes", "--root", "--ppn", "--param", "--mapping"]
@@ -229,8 +295,6 @@ def test_predict_options_give_a_sane_result_or_one_line(capsys, algorithm, chang
     import json
     import math
 
-    from commcost.cli.main import main
-
     options = {"--procs": "4", "--nbytes": "1KiB", **changes}
     if "--param" in options:
         options["--param"] = f"segsize={options['--param']}"
@@ -241,20 +305,100 @@ def test_predict_options_give_a_sane_result_or_one_line(capsys, algorithm, chang
             *(["--all-algorithms"] if algorithm == "all" else ["--algorithm", algorithm])]
     for flag, value in options.items():
         argv += [flag, value]
-    capsys.readouterr()
-    try:
-        with time_limit(CASE_LIMIT_S):
-            code = main(argv)
-    except SystemExit as exc:  # argparse: a value of the wrong type
-        code = exc.code
-    out, err = capsys.readouterr()
-    assert code in (0, 2), (argv, err)
-    assert "Traceback" not in err
+    code, out = run_cli(argv, capsys)
     if code == 2:
-        assert len(err.strip().splitlines()) == 1 and err.startswith("commcost"), (argv, err)
         return
     if fmt == "json":
         doc = json.loads(out)
         times = [doc["time_s"]] if "time_s" in doc else [r["time_s"] for r in doc.get("results", [])]
         times += [t for p in doc.get("points", []) for t in p["times_s"].values() if t is not None]
         assert all(math.isfinite(t) and t >= 0 for t in times), (argv, times)
+
+
+# --- the other commands' options -----------------------------------------------------------------------------
+
+PEAK_CSV = FUZZ / "sweeps.csv"  # Peak bcast sweeps at P = 8 and 32, up to 64 bytes
+SIZES = ["1", "0", "-1", "1KiB", "1.5KiB", "1e400", "1KB", "1..4KiB", "4KiB..1", "1:4K", "8,1K", "", "abc", "1..1PiB",
+         "1..2PiB"]
+PROCS = ["2", "1", "0", "-1", "2..16", "16..2", "2..10000000", "3,5,7", "10000000", "1e3", "", "x"]
+COMMANDS = {  # name -> (argv before the fuzzed options, {option: values to try}, examples)
+    "select": (["select", "bcast", "--params", str(EX / "params" / "illustrative.toml"), "--platform",
+                str(EX / "cluster" / "platform.toml"), "--model", "hockney", "--procs", "2..8", "--sizes", "1..1KiB",
+                "--format", "json"],
+               {"--procs": PROCS, "--sizes": SIZES, "--ppn": ["0", "-1", "1", "32", "x"],
+                "--root": ["0", "-1", "7", "100000", "x"], "--segsizes": SIZES, "--fanouts": ["0", "-1", "2,4", "x"],
+                "--radixes": ["0", "1", "2,3", "-4"], "--algorithms": ["binomial", "nonesuch", ",", ""],
+                "--mapping": MAPPINGS, "--library": ["ompi", "mpich", "x"], "--model": ["taulop", "hockney", "x"]},
+               30),
+    "partition": (["partition", "--layout", str(EX / "paper000" / "fig8_layout.txt"), "--speeds",
+                   str(EX / "paper000" / "fig8_speeds.txt"), "--n", "40", "--format", "json"],
+                  {"--n": ["0", "-1", "1", "2", "5", "100000", "x"], "--kb": ["0", "-1", "1", "x"],
+                   "--columns": ["0", "-1", "1", "6", "7", "100", "x"], "--row": ["M10", "x"]}, 60),
+    "import-osu": (["import", "osu", str(DATA / "osu" / "osu_latency_shm.out"), "--format", "json"],
+                   {"--nprocs": ["0", "-1", "1", "2", "4", "x"], "--ppn": ["0", "-1", "1", "2", "x"],
+                    "--nnodes": ["0", "-1", "1", "3", "x"], "--channel": ["shm", "", "x y"],
+                    "--collective": ["bcast", "x", ""], "--algorithm": ["7", "-1", "x", ""],
+                    "--run": ["0", "-1", "x"], "--name-pattern": ["{nprocs}", "{x}", "*", "{nprocs}{nprocs}"],
+                    "--datatype": ["MPI_INT", "x"]}, 60),
+    "calibrate": (["calibrate", "--dry-run", "--format", "json"],
+                  {"--procs": PROCS, "--budget": ["0", "-1", "1", "1e400", "nan", "x"], "--sizes": SIZES,
+                   "--benchmarks": ["pingpong", "x", "", "pingpong,bcast", ","],
+                   "--channel-launcher": ["shm=mpirun -np 2", "x", "=", "tcp=", "nonesuch=mpirun"]}, 60),
+    "tune": (["tune", "--dry-run", "--format", "json", "--no-verify"],
+             {"--procs": PROCS, "--budget": ["0", "-1", "60", "1e400", "nan", "x"], "--select-procs": PROCS,
+              "--sizes": SIZES, "--ppn": ["0", "-1", "1", "x"], "--segsizes": SIZES,
+              "--min-gain": ["0", "-1", "10%", "1e400", "x", "nan"], "--collectives": ["bcast", "x", "", ","],
+              "--nodes": ["0", "-1", "2", "x"]}, 60),
+    "evaluate-selection": (["evaluate-selection", "--train", str(PEAK_CSV), "--from-collectives", "--test",
+                            str(PEAK_CSV), "--platform", str(EX / "peak" / "platform.toml"), "--ppn", "42",
+                            "--format", "json"],
+                           {"--ppn": ["0", "-1", "1", "x"], "--train-max-procs": ["0", "-1", "2", "x"],
+                            "--test-min-procs": ["0", "-1", "100000", "x"], "--collective": ["bcast", "x", "gather"],
+                            "--model": ["hockney", "taulop", "x"], "--root": ["-1", "5", "x"]}, 20),
+}
+
+
+def _times(doc) -> list[float]:
+    """Every number under a key naming seconds (``*_s``) in a JSON document."""
+    out = []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and str(key).endswith("_s"):
+                out.append(float(value))
+            else:
+                out += _times(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            out += _times(value)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_commands_options_give_a_sane_result_or_one_line(name, tmp_path, capsys):
+    import json
+    import math
+
+    base, choices, examples = COMMANDS[name]
+    counts = {0: 0, 2: 0}
+
+    @settings(max_examples=min(EXAMPLES, examples) if "FUZZ_EXAMPLES" not in os.environ else EXAMPLES,
+              deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(changes=st.dictionaries(st.sampled_from(sorted(choices)), st.data(), max_size=3))
+    def case(changes) -> None:
+        argv = list(base)
+        for flag, data in changes.items():
+            argv += [flag, data.draw(st.sampled_from(choices[flag]), label=flag)]
+        if name in ("partition", "import-osu"):
+            argv += ["-o", str(tmp_path / ("out.txt" if name == "partition" else "out.csv"))]
+        if name in ("calibrate", "tune"):
+            argv += ["--out", str(tmp_path / "run")]
+        code, out = run_cli(argv, capsys)
+        counts[code] += 1
+        if code == 2:
+            return
+        times = _times(json.loads(out))
+        assert all(math.isfinite(t) and t >= 0 for t in times), (argv, times)
+
+    case()
+    print(f"{name}: {counts[0]} ran, {counts[2]} refused")

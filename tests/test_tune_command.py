@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import ompi_monitoring
+from browser import load, needs_browser
 from commcost.cli.main import main
 from commcost.collectives import Case, Collective, build, find
 from commcost.io.ompi_rules_read import read_ompi_rules
@@ -29,7 +30,7 @@ def tuned(tmp_path_factory) -> tuple[Path, str]:
     with contextlib.redirect_stdout(buffer):
         code = main(["tune", "--procs", "2", "--budget", "100", "--out", str(out), "--select-procs", "2..16",
                      "--ppn", "4", "--sizes", "1..1MiB", "--collectives", "bcast,allreduce,reduce,allgather,alltoall",
-                     "--verify-procs", "2,4", "--quiet"])
+                     "--verify-procs", "2,4", "--quiet", "--html", str(out / "report.html")])
     assert code == 0, buffer.getvalue()
     return out, buffer.getvalue()
 
@@ -173,3 +174,25 @@ def test_slurm_form_builds_one_node_two_node_and_full_lines(tmp_path, monkeypatc
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     with pytest.raises(InputError, match="no srun on PATH"):
         slurm_lines(2, 32, 8)
+
+
+def test_tune_html_after_a_real_calibration_shows_fit_residuals_and_measured_gains(tuned):
+    """The must-show: tune ... --html writes a self-contained page; with a real calibration it carries the
+    ping-pong residual plot, every map and the measured gains of the check."""
+    import re
+
+    out, _ = tuned
+    text = (out / "report.html").read_text()
+    assert not re.findall(r'(?:src|href)="(?!data:|#)', text) and "<script" not in text
+    assert "Ping-pong times measured" in text and "Measured (solid) and predicted (dotted) gain" in text
+    # five maps, the residual plot and the gains plot
+    assert text.count("data:image/png;base64,") == 7
+    for heading in ("Confidence", "Fit quality", "bcast (ompi)", "alltoall (ompi)", "Measured gains", "Deploy"):
+        assert heading in text
+
+
+@needs_browser
+def test_tune_html_after_a_real_calibration_loads_in_a_browser(tuned):
+    seen = load(tuned[0] / "report.html")
+    assert seen.errors == [] and len(seen.images) == 7
+    assert all(complete and width > 100 for complete, width, _ in seen.images)

@@ -95,8 +95,12 @@ def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
         assert p["default_runs"].startswith("fixed: ")
     assert "gain" in out and "predicted" in out
     # a second run reuses what verify.csv holds; rules newer than it start over
-    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet"]) == 0
+    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet", "--html",
+                 str(tmp_path / "verify.html")]) == 0
     assert "reusing the points" in capsys.readouterr().out
+    page = (tmp_path / "verify.html").read_text()  # the reused points on one page, the rules files' digests on top
+    assert "Measured gains" in page and "ompi-rules.conf" in page and "sha256" in page
+    assert page.count("data:image/png;base64,") == 1 and "tuned rule: basic_linear" in page
     later = time.time() + 5
     os.utime(folder / "ompi-rules.conf", (later, later))
     assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "12", "--quiet"]) == 0

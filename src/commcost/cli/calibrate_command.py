@@ -38,7 +38,7 @@ from pathlib import Path
 from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, Run
 from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
                                      find_mpirun, launch_line, run_worker, worker_args)
-from commcost.cli.options import add_format_option, print_json, progress_stream, wants_json
+from commcost.cli.options import add_format_option, print_json, progress_stream, seconds_budget, wants_json
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -55,7 +55,7 @@ MIN_RUN_S = 0.5  # a run whose share is below this is not started
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--procs", type=int, default=2, help="ranks to start (the ping-pong uses ranks 0 and 1)")
     p.add_argument("--out", required=True, type=Path, help="output folder: measurements.csv, params.toml")
-    p.add_argument("--budget", type=float, default=120.0, help="seconds for all measurements (default 120)")
+    p.add_argument("--budget", type=seconds_budget, default=120.0, help="seconds for all measurements (default 120)")
     p.add_argument("--launcher", help="launch command instead of mpirun, e.g. 'mpirun -np 2 --host a,b' "
                                       "or 'srun -N 2 --ntasks-per-node 1' (the tcp run adds OMPI_MCA_btl)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",

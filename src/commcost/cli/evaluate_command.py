@@ -14,7 +14,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option, model_from, strictness
+from commcost.cli.options import add_html_option, add_strict_option, model_from, strictness, write_html
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -43,6 +43,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-max-procs", type=int, metavar="N", help="train on the rows of at most N ranks")
     p.add_argument("--test-min-procs", type=int, metavar="N", help="score on the points of at least N ranks")
     p.add_argument("--format", default="table", choices=["table", "json"])
+    add_html_option(p)
 
 
 def _label(choice) -> str | None:
@@ -140,6 +141,37 @@ def _fit_from_collectives(args: argparse.Namespace):
         return load_params(path)
 
 
+def _page(args: argparse.Namespace, collective, label: str, result, scores, names, totals, nchoices: int):
+    """``--html``: the penalties, the model's picks beside the measured best on a map, and every point."""
+    from commcost.report.html_page import HtmlPage
+    from commcost.report.provenance import run_provenance
+    from commcost.report.selection_map import figure_png, map_figure
+    from commcost.report.selection_page import PENALTY_HEADERS, penalty_rows
+    from commcost.units import format_nbytes
+
+    page = HtmlPage(f"commcost evaluate-selection: {collective.value}",
+                    run_provenance(getattr(args, "argv", None),
+                                   {"train": args.train, "test": args.test, "platform": args.platform}))
+    page.section("Penalty against the measured best")
+    page.paragraph(f"Selection by {args.model} fitted on {args.train.name}, scored on {args.test.name}: "
+                   f"{len(scores)} points, {nchoices} algorithms measured (paper 004 Table 3).")
+    page.table(PENALTY_HEADERS, penalty_rows(totals))
+    procs, sizes = list(result.procs), list(result.sizes)
+    best = {(s.nprocs, s.nbytes): s.best for s in scores}
+    measured = [[best.get((p, m)) for m in sizes] for p in procs]
+    page.figure(figure_png(map_figure(procs, sizes, result.chosen, f"{collective.value}: {label} and the measured best",
+                                      size_title=collective.size_meaning, default=measured,
+                                      default_title="measured best", none_label="(not measured)")),
+                "Left: the model's pick; right: the algorithm measured fastest. Same colour and marker, same "
+                "algorithm.", alt="model picks against measured best")
+    page.section("Every point")
+    page.table(["P", "nbytes", "measured best", "best time (s)", *(f"{n}: pick, penalty %" for n in names)],
+               [[s.nprocs, format_nbytes(s.nbytes), s.best.label, s.best_time_s,
+                 *(f"{_label(s.picks[n][0]) or '-'}, {s.picks[n][2]:+.1f}" if s.picks[n][2] == s.picks[n][2]
+                   else f"{_label(s.picks[n][0]) or '-'}, n/a" for n in names)] for s in scores])
+    return page
+
+
 @command("evaluate-selection", "fit on one measurements table and score the model's selection on another",
          _configure)
 def _evaluate(args: argparse.Namespace) -> int:
@@ -206,6 +238,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     scores = penalties(measured, strategies, timed)
     names = [*strategies, *timed, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}
+    if args.html:
+        write_html(args, _page(args, collective, label, result, scores, names, totals, len(choices)))
     if args.format == "json":
         print(json.dumps({
             "collective": collective.value, "model": args.model, "train": str(args.train), "test": str(args.test),

@@ -65,6 +65,8 @@ def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> i
                                               params.for_model("hloggp")))
         except InputError as exc:
             raise exc.located(source=str(args.params)) from None
+    if getattr(args, "html", None):
+        _html(args, part, schedule, costs, mapping)
     if args.format == OutputFormat.JSON.value:
         doc = kernel_to_dict(schedule, costs)
         if args.iteration is not None:
@@ -75,6 +77,31 @@ def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> i
     else:
         print(render_kernel(schedule, costs))
     return 0
+
+
+def _html(args: argparse.Namespace, part, schedule, costs, mapping) -> None:
+    """``--html``: provenance, the partition drawn (GPU processes hatched), the cost per iteration run and per
+    channel, on one page."""
+    from commcost.cli.options import write_html
+    from commcost.platform import RankKind
+    from commcost.report.html_page import HtmlPage
+    from commcost.report.kernel_report import render_kernel
+    from commcost.report.partition_plot import partition_figure
+    from commcost.report.provenance import run_provenance
+    from commcost.report.selection_map import figure_png
+
+    page = HtmlPage(f"commcost predict: {schedule.name} on {part.nprocs} ranks",
+                    run_provenance(getattr(args, "argv", None), {"partition": args.partition,
+                                                                 "platform": args.platform, "parameters": args.params}))
+    page.section("Cost")
+    page.table(("model", "total (s)", *(f"{c} (s, phase ends summed)" for c in costs[0].channel_time_s)),
+               [[c.model, c.time_s, *c.channel_time_s.values()] for c in costs])
+    page.preformatted(render_kernel(schedule, costs))
+    page.section("Partition")
+    kinds = ["gpu" if k == RankKind.GPU else "cpu" for k in mapping.kind]
+    page.figure(figure_png(partition_figure(part, kinds=kinds)),
+                f"N = {part.n} blocks over {part.nprocs} ranks: fill by node, GPU processes hatched, label: rank")
+    write_html(args, page)
 
 
 def _configure_partition(p: argparse.ArgumentParser) -> None:
@@ -142,7 +169,7 @@ def _partition(args: argparse.Namespace) -> int:
     if args.png:
         from commcost.report.partition_plot import plot_partition
 
-        plot_partition(part, args.png)
+        plot_partition(part, args.png, kinds=[p.kind for p in processes])
     if wants_json(args):
         print_json({"output": str(args.output), "png": None if args.png is None else str(args.png),
                     "procs": part.nprocs, "n": part.n, "block": part.block, "column_widths": widths,

@@ -27,6 +27,37 @@ def add_format_option(p: argparse.ArgumentParser, json_help: str = "") -> None:
                         "error" + (f"; {json_help}" if json_help else ""))
 
 
+MAX_BUDGET_S = 7 * 24 * 3600.0  # a week: longer is a typo, not a plan
+
+
+def seconds_budget(text: str) -> float:
+    """An argparse type: a number of seconds, finite, above 0 and at most :data:`MAX_BUDGET_S`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= MAX_BUDGET_S:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most {MAX_BUDGET_S:.0f} (a week), "
+                                         f"got {text!r}")
+    return value
+
+
+def add_html_option(p: argparse.ArgumentParser) -> None:
+    """``--html FILE``: the report as one self-contained web page (pictures embedded; docs/html-report.md)."""
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write the report as one self-contained HTML page (plots embedded, provenance, "
+                        "nothing fetched from elsewhere)")
+
+
+def write_html(args: argparse.Namespace, page) -> None:
+    """Write ``page`` to ``--html`` and say so (on standard error under --format json)."""
+    import sys
+
+    path = page.write(args.html)
+    print(f"  wrote {path}", file=sys.stderr if wants_json(args) or getattr(args, "format", "") == "csv"
+          else sys.stdout)
+
+
 def wants_json(args: argparse.Namespace) -> bool:
     """Whether the command prints its result as JSON."""
     return getattr(args, "format", "table") == "json"

@@ -83,6 +83,8 @@ def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> 
         rows.append(row)
     if args.plot is not None:
         _plot(rows, args, maxrate)
+    if getattr(args, "html", None):
+        _html(rows, args, partition, maxrate)
     if args.format == "json":
         print(json.dumps({"pattern": args.pattern, "matrix": str(args.matrix), "procs": args.procs,
                           "partition": partition, "model": args.model, "levels": rows}, indent=2))
@@ -117,28 +119,60 @@ def _print_table(rows: list[dict], args: argparse.Namespace, partition: str, max
         print(f"wrote {args.plot}")
 
 
-def _plot(rows: list[dict], args: argparse.Namespace, maxrate: bool) -> None:
+def _figure(rows: list[dict], args: argparse.Namespace, maxrate: bool):
+    """Per level, the time as stacked bars (max-rate: its three terms, paper 001 eq. 4, and postal beside)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from commcost.report.palette import style
+
     fig, ax = plt.subplots(figsize=(7, 4))
     x = [r["level"] for r in rows]
     if maxrate:
         bottom = [0.0] * len(rows)
-        for key, label in (("maxrate_s", "max-rate"), ("queue_s", "queue search"), ("contention_s", "contention")):
+        for k, (key, label) in enumerate((("maxrate_s", "max-rate"), ("queue_s", "queue search"),
+                                          ("contention_s", "contention"))):
             values = [r[key] for r in rows]
-            ax.bar(x, values, bottom=bottom, label=label)
+            ax.bar(x, values, bottom=bottom, label=label, color=style(k).colour, edgecolor="black",
+                   hatch=("", "..", "//")[k])
             bottom = [b + v for b, v in zip(bottom, values)]
         ax.plot(x, [r["postal_s"] for r in rows], "k_", markersize=20, label="postal")
     else:
-        ax.bar(x, [r["time_s"] for r in rows], label=args.model)
+        ax.bar(x, [r["time_s"] for r in rows], label=args.model, color=style(0).colour, edgecolor="black")
     ax.set_xlabel("AMG level" if args.amg_levels else "level")
-    ax.set_ylabel("seconds")
+    ax.set_ylabel("time of the level's exchange (seconds)")
     ax.set_title(f"{args.pattern}, {args.procs} ranks, {args.model}")
     ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def _html(rows: list[dict], args: argparse.Namespace, partition: str, maxrate: bool) -> None:
+    """``--html``: provenance, the table per level and the picture, on one page."""
+    from commcost.cli.options import write_html
+    from commcost.report.html_page import HtmlPage
+    from commcost.report.provenance import run_provenance
+    from commcost.report.selection_map import figure_png
+
+    page = HtmlPage(f"commcost predict: {args.pattern} of {args.matrix.name} on {args.procs} ranks",
+                    run_provenance(getattr(args, "argv", None), {"matrix": args.matrix, "platform": args.platform,
+                                                                 "parameters": args.params}))
+    page.section("Cost per level")
+    page.paragraph(f"{partition} rows, model {args.model}; times in seconds.")
+    keys = ["level", "rows", "nnz", "messages", "max_messages_received", "bytes",
+            *(("maxrate_s", "queue_s", "contention_s", "time_s", "postal_s") if maxrate else ("time_s",))]
+    page.table(keys, [[r[k] for k in keys] for r in rows])
+    page.figure(figure_png(_figure(rows, args, maxrate)), f"{args.pattern} per level under {args.model}"
+                + (": the max-rate model's terms stacked, postal beside" if maxrate else ""))
+    write_html(args, page)
+
+
+def _plot(rows: list[dict], args: argparse.Namespace, maxrate: bool) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = _figure(rows, args, maxrate)
     try:
         fig.savefig(args.plot)
     except OSError as exc:

@@ -7,9 +7,9 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import (PAPER004, add_format_option, add_strict_option, algorithm_params, case_of,
-                                  collectives, given_params, load_mapping, model_from, paper004_pricer, price_placed,
-                                  print_json, strictness, wants_json)
+from commcost.cli.options import (PAPER004, add_format_option, add_html_option, add_strict_option, algorithm_params,
+                                  case_of, collectives, given_params, load_mapping, model_from, paper004_pricer,
+                                  price_placed, print_json, strictness, wants_json)
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 from commcost.units import TIME_UNITS
@@ -38,6 +38,7 @@ def _configure_predict(p: argparse.ArgumentParser) -> None:
                    help="table (default), json, or csv (collectives: one row per point and algorithm)")
     p.add_argument("--unit", default="us", choices=list(TIME_UNITS),
                    help="the tables' time unit (default us, as OSU prints; JSON is always in seconds)")
+    add_html_option(p)
     p.add_argument("--explain", action="store_true", help="show how the cost arises (tau-Lop: the formula)")
     coll = p.add_argument_group("collectives (with --collective)")
     which = coll.add_mutually_exclusive_group()
@@ -61,6 +62,9 @@ def _predict(args: argparse.Namespace) -> int:
     from commcost.io.schedule_file import load_schedule
     from commcost.report.cost_report import cost_to_dict, render_text
 
+    if args.html is not None and not (args.kernel or args.pattern):
+        raise InputError("the HTML report is written for --kernel and --pattern; expected one of them (select, "
+                         "tune and verify write one for collectives)", where="--html")
     platform, spec = load_platform(args.platform)
     params = load_params(args.params, strict=strictness(args))
     if args.model == PAPER004:

@@ -68,6 +68,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     """Parse ``argv`` and run its command: 0 on success, 2 with one line on stderr for bad input."""
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for a report's provenance
     if not args.command:
         parser.print_help()
         return 2

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.options import PAPER004, add_strict_option, model_from, paper004_pricer, strictness
+from commcost.cli.options import (PAPER004, add_html_option, add_strict_option, model_from, paper004_pricer,
+                                  strictness, write_html)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -41,6 +42,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "<name>] (a_s + b T, from calibrate --benchmarks ...,collectives)")
     p.add_argument("--format", default="table", choices=FORMATS)
     p.add_argument("--plot", type=Path, help="write a PNG map of the selection over (P, n)")
+    add_html_option(p)
     p.add_argument("--write-ompi-rules", type=Path, metavar="FILE",
                    help="write an Open MPI coll/tuned rules file (coll_tuned_dynamic_rules_filename)")
     p.add_argument("--ompi-rules-format", default="classic", choices=["classic", "json"],
@@ -119,7 +121,8 @@ def with_algorithm_fits(args: argparse.Namespace, params, price):
 def _select(args: argparse.Namespace) -> int:
     from commcost.cli.grid_options import parse_points
     from commcost.collectives import Collective
-    from commcost.report.selection_report import grid_csv, plot_map, render_penalties, render_rules, rule_rows
+    from commcost.report.selection_map import plot_map
+    from commcost.report.selection_report import grid_csv, render_penalties, render_rules, rule_rows
     from commcost.selection.select import candidates, select
 
     collective = Collective(args.collective)
@@ -148,9 +151,17 @@ def _select(args: argparse.Namespace) -> int:
     default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
     title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
              f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
+    penalty = predicted_penalty(default_s, result) if default else None
+    default_title = (f"Open MPI's default ({HAN_FIRST if han_default(collective) else ''}tuned's fixed decision "
+                     "on one)")
+    map_png = None
     if args.plot:
-        plot_map(args.plot, procs, sizes, chosen, title)
+        map_png = plot_map(args.plot, procs, sizes, chosen, title, size_title=collective.size_meaning,
+                           default=default or None, default_title=default_title)
     written = write_tuning_files(args, [result.selection])
+    if args.html:
+        write_html(args, _page(args, collective, procs, sizes, result, default, default_title, penalty, title,
+                               written, map_png))
     if args.format != "table":  # stdout stays machine-readable
         for line in written:
             print(f"commcost: wrote {line}", file=sys.stderr)
@@ -178,9 +189,8 @@ def _select(args: argparse.Namespace) -> int:
         print(render_rules(result.selection, title))
         if default:
             print()
-            print(render_penalties({"Open MPI default": predicted_penalty(default_s, result)},
-                                   f"Open MPI's default ({HAN_FIRST if han_default(collective) else ''}tuned's "
-                                   f"fixed decision on one) against the model's choice, both priced by {args.model}:"))
+            print(render_penalties({"Open MPI default": penalty},
+                                   f"{default_title} against the model's choice, both priced by {args.model}:"))
         if args.plot:
             print(f"\n  map: {args.plot}")
         for line in written:
@@ -189,6 +199,33 @@ def _select(args: argparse.Namespace) -> int:
 
 
 HAN_FIRST = "coll/han on several nodes, "
+
+
+def _page(args, collective, procs, sizes, result, default, default_title: str, penalty, title: str, written,
+          map_png):
+    """select's HTML report: what was priced, the map beside the default's, the rules, the default's penalty."""
+    from commcost.report.html_page import HtmlPage
+    from commcost.report.provenance import run_provenance
+    from commcost.report.selection_page import add_selection
+    from commcost.report.selection_report import render_rules
+
+    page = HtmlPage(f"commcost select: {collective.value} ({args.library})",
+                    run_provenance(getattr(args, "argv", None), {"parameters": args.params, "platform": args.platform}))
+    page.section("What was priced")
+    page.table(("model", "candidates", "process counts", "sizes", "points"),
+               [[args.model, len(result.choices), f"{procs[0]}..{procs[-1]} ({len(procs)})",
+                 f"{sizes[0]}..{sizes[-1]} B ({len(sizes)})", len(procs) * len(sizes)]])
+    page.paragraph("Every point is a prediction: no measurement backs this selection (commcost tune and commcost "
+                   "verify measure one).")
+    add_selection(page, "Selection", title=title, size_title=collective.size_meaning, procs=procs, sizes=sizes,
+                  chosen=result.chosen, rules_text=render_rules(result.selection, title), default=default or None,
+                  default_title=default_title, penalties={"Open MPI default": penalty} if penalty else None,
+                  penalty_caption=f"{default_title} against the model's choice, both priced by {args.model}",
+                  map_png=map_png)
+    if written:
+        page.section("Files written")
+        page.table(("file",), [[line] for line in written])
+    return page
 
 
 def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price, result):

@@ -27,11 +27,10 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from commcost.calibration.plan import TIMED_COLLECTIVES
 from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
-from commcost.cli.options import add_format_option, progress_stream, selection_model
+from commcost.cli.options import (add_format_option, add_html_option, progress_stream, seconds_budget, selection_model,
+                                  write_html)
 from commcost.cli.registry import command, run_command
 from commcost.errors import InputError
 
@@ -43,7 +42,7 @@ MU_BOUND = 1.5  # nor over this mean proportional error of the fit (paper 000's 
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--procs", type=int, default=2, help="ranks to calibrate with (default 2)")
     p.add_argument("--out", type=Path, default=Path("run"), help="output folder (default run/)")
-    p.add_argument("--budget", type=float, default=180.0, help="seconds for the whole command (default 180)")
+    p.add_argument("--budget", type=seconds_budget, default=180.0, help="seconds for the whole command (default 180)")
     p.add_argument("--launcher", help="launch command for a cluster, e.g. 'srun -N 2 --ntasks-per-node 1'")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--collectives", default="bcast", help="comma list of collectives to tune (default bcast)")
@@ -69,6 +68,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="keep Open MPI's default where the best pick is predicted less than this much faster "
                         "(default 10%%; 0 writes every pick)")
     add_format_option(p, "OUT/report.json (converged share, margins, regions, measured gains) at the end")
+    add_html_option(p)
     p.add_argument("--strict", action="store_true",
                    help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%}% of the measured points converged "
                         f"or the fit's mean proportional error exceeds {MU_BOUND}")
@@ -125,7 +125,7 @@ def platform_text(ppn: int, nnodes: int, network: str) -> str:
 @command("tune", "calibrate this MPI, select the best algorithms by model and write rules files for it",
          _configure)
 def _tune(args: argparse.Namespace) -> int:
-    if args.format != "json":
+    if args.format != "json" or args.dry_run:  # a dry run's JSON is calibrate's plan, printed by calibrate
         return _tune_steps(args)
     with progress_stream(args):  # progress and the text report to stderr, the JSON alone on stdout
         code = _tune_steps(args)
@@ -141,6 +141,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
     from commcost.io.params_file import load_params
 
     started = time.monotonic()
+    args.warnings = []  # what the HTML report repeats in its confidence section
     collectives = []
     for name in (c.strip() for c in args.collectives.split(",") if c.strip()):
         try:
@@ -193,7 +194,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
     if args.fresh:
         calibrate.append("--fresh")
     if args.dry_run:  # then fit, select, rules and the measured check follow from what calibrate measures
-        return run_command([*calibrate, "--dry-run"])
+        return run_command([*calibrate, "--dry-run", *(["--format", "json"] if args.format == "json" else [])])
     print(f"[1/4] calibrating with {args.procs} ranks ({calibrate_s:.0f} s budget)", flush=True)
     code = run_command(calibrate)
     if code != 0:
@@ -216,6 +217,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
         if args.strict:
             raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where="converged_share")
         print(f"  warning: {why}; the rules below rest on noisy measurements", flush=True)
+        args.warnings.append(f"{why}; the rules rest on noisy measurements")
 
     quality = params.meta.get("quality", {}).get(model, {})
     worst = max(((q.get("mu_mean") or 1.0, c) for c, q in quality.items() if isinstance(q, dict)), default=(1.0, ""))
@@ -226,6 +228,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
             raise InputError(f"{why}; no rules written (--strict)", source=str(params_path),
                              where=f"meta.quality.{model}.{worst[1]}.mu_mean")
         print(f"  warning: {why}; the model may pick wrongly", flush=True)
+        args.warnings.append(f"{why}; the model may pick wrongly")
     calibration = _calibration_extent(args.out / "measurements.csv", params)
 
     # 2. the platform of the rules
@@ -255,6 +258,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
     if verified.exists() and conf is not None and not args.no_verify:
         report["verify"] = json.loads(verified.read_text())
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    _html(args, report, params, params_path, platform_path, args.out / "measurements.csv", conf, written)
     return code
 
 
@@ -262,19 +266,21 @@ def _select_and_write(args, collectives, procs, sizes, model: str, params, param
                       calibration: dict, share, channels, started: float, measured_path: Path):
     """Steps 2 and 3 of tune: select per collective and library, write the rules files and print the report;
     returns (files written, the mca-params text or None, the confidence per selection)."""
+    from commcost.cli.tune_selection import select_one
     from commcost.collectives import algorithms
 
     print(f"[2/4] selecting under {model} for {', '.join(c.value for c in collectives)}: P {args.select_procs}, "
           f"{args.ppn} per node, sizes {args.sizes}", flush=True)
-    ompi, mpich, reports, confidence = [], [], [], {}
+    ompi, mpich, reports, confidence, args.views = [], [], [], {}, []
     for collective in collectives:
         for library, bucket in (("ompi", ompi), ("mpich", mpich)):
             if library == "mpich" and not args.mpich_base:
                 continue
             if not any(a.library == library for a in algorithms(collective)):
                 continue
-            selection, text, info = _select_one(args, collective, library, model, params_path, platform_path,
-                                                procs, sizes, calibration)
+            selection, text, info, view = select_one(args, collective, library, model, params_path,
+                                                     platform_path, procs, sizes, calibration)
+            args.views.append(view)
             bucket.append(selection)
             confidence[f"{collective.value}.{library}"] = info
             if library == "ompi":
@@ -350,6 +356,7 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
                          source=str(args.from_measurements))
     for what in fit.weak:
         print(f"  warning: poorly identified: {what}", flush=True)
+        args.warnings.append(f"poorly identified by the measurements: {what}")
     total = fit.summary()
     stamps = sorted(r.timestamp for r in rows if r.timestamp)
     meta = {"fitted_from": str(args.from_measurements.resolve()), "method": "inverse calibration on collective times",
@@ -384,8 +391,35 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
               "parameters": str(params_path.resolve()), "from_measurements": str(args.from_measurements),
               "fit": {**total, "poorly_identified": fit.weak}, "min_gain": args.min_gain, "selections": confidence,
               "files": [str(p) for p in written]}
+    verified = args.out / "verify.json"
+    if verified.exists() and conf is not None and args.verify_launcher and not args.no_verify:
+        report["verify"] = json.loads(verified.read_text())
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    _html(args, report, params, params_path, platform_path, None, conf, written)
     return code
+
+
+def _html(args, report: dict, params, params_path: Path, platform_path: Path, measurements: Path | None,
+          conf: str | None, written: list[Path]) -> None:
+    """``--html``: the report as one page (:func:`commcost.report.tune_page.tune_page`)."""
+    if not args.html:
+        return
+    from commcost.io.han_rules import env_lines
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
+    from commcost.report.fit_figures import hockney_residuals
+    from commcost.report.provenance import run_provenance
+    from commcost.report.tune_page import tune_page
+
+    inputs = {"parameters": params_path, "platform": platform_path,
+              "measurements": measurements if measurements is not None else args.from_measurements}
+    deploy = {"files": [str(p) for p in written], "mca_params": conf, "env": env_lines(conf) if conf else []}
+    hockney = getattr(params.sections.get("hockney"), "channels", None)
+    residuals = []
+    if measurements is not None and measurements.is_file() and hockney:
+        residuals = hockney_residuals(fit_times(measurement_columns(read_measurements(measurements))), hockney)
+    page = tune_page(report, args.views, params, provenance=run_provenance(getattr(args, "argv", None), inputs),
+                     residuals=residuals, warnings=args.warnings, deploy=deploy)
+    write_html(args, page)
 
 
 def _verify_args(args, collectives, launchers: dict[str, str], budget_s: float) -> list[str]:
@@ -416,67 +450,3 @@ def provenance_lines(params, params_path: Path, model: str, ppn: int) -> list[st
     return [f"commcost {__version__}, written {time.strftime('%Y-%m-%dT%H:%M:%S%z')}",
             f"calibrated on {hosts} at {meta.get('date', '?')} with {mpi}",
             f"{ppn} ranks per node; model {model}; parameters {params_path.resolve()} ({converged})"]
-
-
-def _select_one(args, collective, library: str, model: str, params_path: Path, platform_path: Path,
-                procs: list[int], sizes: list[int], calibration: dict):
-    """One selection through the select command's own pieces, midpoints priced where picks change and
-    Open MPI's default kept where the predicted gain is under ``--min-gain``; returns (the Selection to
-    write, report text, the per-point confidence for report.json)."""
-    from commcost.cli.select_command import finite_or_none, predicted_penalty, make_pricer, ompi_default_times, variables
-    from commcost.report.selection_report import plot_map, render_penalties, render_rules
-    from commcost.selection.confidence import margins, region_counts, regions
-    from commcost.selection.select import candidates, keep_default, picks_or_default, refine, select
-
-    opts = argparse.Namespace(params=params_path, platform=platform_path, model=model, library=library,
-                              collective=collective.value, ppn=None, mapping=None, root=0, segsizes=args.segsizes,
-                              fanouts="", radixes="")
-    choices = candidates(collective, library, variables(opts))
-    price = make_pricer(opts, procs)
-    source = f"commcost tune, model {model}"
-    result = select(collective, library, choices, procs, sizes, price, source=source, prune=False)
-    result = refine(result, price, prune=False)
-    procs, sizes = list(result.procs), list(result.sizes)
-    default, default_s = ompi_default_times(opts, collective, procs, sizes, price, result)
-    kept = np.zeros((len(procs), len(sizes)), bool)
-    selection = result.selection
-    if default:
-        selection, kept = keep_default(result, default_s, args.min_gain, source)
-    chosen = picks_or_default(result, kept)
-    title = f"{collective.value} ({library}): best algorithm by {model}"
-    plot_map(args.out / f"{collective.value}-{library}-map.png", procs, sizes, chosen, title)
-    text = render_rules(selection, title)
-    margin, runner_up = margins(result.time_s, [c.algorithm.key for c in result.choices])
-    region = regions(procs, sizes, calibration["procs"], calibration["sizes"],
-                     calibration["measured"].get(collective.value, ()))
-    counts = region_counts(region)
-    changed = ~kept
-    finite = margin[changed & np.isfinite(margin)]
-    text += (f"\n  {int(kept.sum())} of {kept.size} points keep Open MPI's default (predicted gain under "
-             f"{args.min_gain:.0%}: no rule written there)" if default else "")
-    if finite.size:
-        text += (f"\n  margin of the rules' picks to the runner-up: median {100 * np.median(finite):.1f}%, under 5% "
-                 f"at {int((finite < 0.05).sum())} of {finite.size} points")
-    text += (f"\n  points: {counts['measured']} measured, {counts['interpolated']} interpolated, "
-             f"{counts['extrapolated']} extrapolated (beyond {calibration['procs']} ranks or the measured sizes "
-             f"{calibration['sizes'][0]}..{calibration['sizes'][1]} B)")
-    if default:
-        text += "\n" + render_penalties({"Open MPI default": predicted_penalty(default_s, result)},
-                                        "  Open MPI's default (han on several nodes, else tuned's fixed decision), "
-                                        "priced by the same model:")
-    best = result.best_index
-    points = []
-    for i, nprocs in enumerate(procs):
-        for j, nbytes in enumerate(sizes):
-            runner = result.choices[runner_up[i, j]] if runner_up[i, j] >= 0 else None
-            points.append({
-                "nprocs": nprocs, "nbytes": nbytes, "best": result.choices[best[i, j]].label,
-                "best_s": finite_or_none(result.time_s[best[i, j], i, j]),
-                "runner_up": runner.label if runner is not None else None, "margin": finite_or_none(margin[i, j]),
-                "default": (default[i][j].label if default and default[i][j] is not None else None),
-                "default_s": finite_or_none(default_s[i, j]) if default else None,
-                "rule": None if kept[i, j] else result.choices[best[i, j]].label, "region": region[i][j]})
-    info = {"kept_default": int(kept.sum()), "points": kept.size, "regions": counts,
-            "margin_median": float(np.median(finite)) if finite.size else None,
-            "margin_under_5pct": int((finite < 0.05).sum()), "grid": points}
-    return selection, text, info

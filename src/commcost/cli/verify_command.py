@@ -28,6 +28,7 @@ import math
 import time
 from pathlib import Path
 
+from commcost.cli.options import add_html_option, seconds_budget, write_html
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
@@ -51,10 +52,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", help="sizes to time instead of one per rule band (8,4KiB,1MiB)")
     p.add_argument("--max-nbytes", default="4MiB", help="largest size probed per band (default 4MiB)")
     p.add_argument("--max-sizes", type=int, default=4, help="at most this many sizes per collective (default 4)")
-    p.add_argument("--budget", type=float, default=60.0, help="seconds for all measurements (default 60)")
+    p.add_argument("--budget", type=seconds_budget, default=60.0, help="seconds for all measurements (default 60)")
     p.add_argument("--fresh", action="store_true", help="measure again the points verify.csv already holds")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
     p.add_argument("--quiet", action="store_true", help="no line per measured point")
+    add_html_option(p)
 
 
 def _collectives(args: argparse.Namespace, rules) -> list:
@@ -317,6 +319,21 @@ def render(points: list[dict], totals: dict, conf: Path) -> str:
     return "\n".join(lines)
 
 
+def _page(args: argparse.Namespace, report: dict, conf: Path):
+    """``--html``: provenance (the rules files with their digests), then the measured gains."""
+    from commcost.report.html_page import HtmlPage
+    from commcost.report.provenance import run_provenance
+    from commcost.report.verify_page import add_verify
+
+    inputs = {"mca-params.conf": conf, **{Path(f).name: f for f in _named_files(conf)},
+              "measurements": args.rules_dir / "verify.csv"}
+    page = HtmlPage(f"commcost verify: {args.rules_dir}", run_provenance(getattr(args, "argv", None), inputs))
+    add_verify(page, report)
+    page.section("mca-params.conf")
+    page.preformatted(conf.read_text(errors="replace"))
+    return page
+
+
 @command("verify", "time each tuned collective with and without the rules files (measured vs predicted gain)",
          _configure)
 def _verify(args: argparse.Namespace) -> int:
@@ -354,6 +371,8 @@ def _verify(args: argparse.Namespace) -> int:
     report = {"rules": str(conf.resolve()), "procs": procs, "points": points, "summary": totals,
               "failed_runs": failed}
     (args.rules_dir / "verify.json").write_text(json.dumps(report, indent=2) + "\n")
+    if args.html:
+        write_html(args, _page(args, report, conf))
     if args.format == OutputFormat.JSON.value:
         print(json.dumps(report, indent=2))
     else:

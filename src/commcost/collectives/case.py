@@ -55,6 +55,15 @@ class Collective(enum.Enum):
         """Whether the collective has a root."""
         return self in (Collective.BCAST, Collective.SCATTER, Collective.GATHER, Collective.REDUCE)
 
+    @property
+    def size_meaning(self) -> str:
+        """What a size ``n`` of this collective counts, as an axis title says it (the MPI count's meaning)."""
+        if self in (Collective.SCATTER, Collective.GATHER, Collective.ALLGATHER, Collective.REDUCE_SCATTER):
+            return "message size per rank (each rank's block; the buffer holds P blocks)"
+        if self is Collective.ALLTOALL:
+            return "message size per pair (the block each rank sends each other rank)"
+        return "message size (the whole buffer)"
+
     def buffer_nbytes(self, nprocs: int, nbytes: int) -> int:
         """Size of the buffer the data-flow checker tracks (see the module docstring)."""
         if self in (Collective.SCATTER, Collective.GATHER, Collective.ALLGATHER, Collective.REDUCE_SCATTER):

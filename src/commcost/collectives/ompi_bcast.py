@@ -183,7 +183,9 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
 
 def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
     """``ompi_coll_base_bcast_intra_generic`` over ``tree`` with ``COLL_BASE_COMPUTED_SEGCOUNT`` segments."""
-    tree_pipeline(rec, case, tree, [segment_bounds(case.nbytes, segsize)])
+    bounds = segment_bounds(case.nbytes, segsize)
+    rec.reserve((len(bounds) - 1) * (case.nprocs - 1), f"{len(bounds) - 1:,} segments of {segsize} bytes")
+    tree_pipeline(rec, case, tree, [bounds])
 
 
 @register(Collective.BCAST, "ompi", "chain", "root feeds `fanout` pipelined chains (build_chain)",
@@ -273,6 +275,7 @@ def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
         return
     waits = Waits(rec)
     bounds = [segment_bounds(counts[0], segsize), half + segment_bounds(counts[1], segsize)]
+    rec.reserve((len(bounds[1]) - 1) * (p - 1), f"{len(bounds[1]) - 1:,} segments of {segsize} bytes per half")
     # odd virtual ranks form the left subtree (first half), even ones the right (second half)
     part_of = 1 - np.arange(p, dtype=np.int64) % 2
     pipe = tree_pipeline(rec, case, build_tree(2, p), bounds, part_of, SendMode.SEQUENCE,

@@ -56,7 +56,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.ompi_fixed import decide, registered
-from commcost.collectives.recorder import Recorder
+from commcost.collectives.recorder import Recorder, ScheduleTooLarge
 from commcost.collectives.registry import Algorithm, build, find, register
 from commcost.collectives.segments import segment_bounds
 from commcost.errors import InputError
@@ -264,6 +264,20 @@ class Levels:
     root_low: int
 
 
+MAX_HAN_SEGMENTS = 1024  # han's pipeline is recorded one segment (one step of calls) at a time
+
+
+def reserve_segments(rec: Recorder, case: Case, nseg: int, segsize: int) -> None:
+    """Refuse up front a han pipeline commcost cannot record in reasonable time and memory: more than
+    :data:`MAX_HAN_SEGMENTS` segments, or more transmissions than the recorder's limit (every segment
+    reaches every rank: at least P - 1 transmissions each)."""
+    if nseg > MAX_HAN_SEGMENTS:
+        raise ScheduleTooLarge(f"coll/han's {case.collective.value} of {case.nbytes:,} bytes in {nseg:,} segments of "
+                               f"{segsize} bytes: commcost records han's pipeline one segment at a time, up to "
+                               f"{MAX_HAN_SEGMENTS:,} segments; expected a larger segsize")
+    rec.reserve(nseg * (case.nprocs - 1), f"{nseg:,} segments of {segsize} bytes")
+
+
 def levels(rec: Recorder, case: Case, ppn: int) -> Levels | None:
     """The levels han splits ``case``'s communicator into; None, with tuned's fixed decision on the whole
     communicator recorded, where han steps aside (:func:`nodes_of`)."""
@@ -289,6 +303,7 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     bounds = segment_bounds(case.nbytes, params["segsize"])
     nseg = len(bounds) - 1
     size = np.diff(bounds)
+    reserve_segments(rec, case, nseg, params["segsize"])
 
     def up(i: int) -> Call | None:
         if i == 0:

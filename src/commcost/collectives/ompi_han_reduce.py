@@ -51,7 +51,8 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
-from commcost.collectives.ompi_han import PPN, Call, Part, in_steps, levels, libnbc_ibcast, run, tuned_run
+from commcost.collectives.ompi_han import (PPN, Call, Part, in_steps, levels, libnbc_ibcast, reserve_segments, run,
+                                           tuned_run)
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
 from commcost.collectives.registry import Algorithm, find, register
@@ -107,6 +108,7 @@ def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     bounds = segment_bounds(case.nbytes, params["segsize"])
     size = np.diff(bounds)
     nseg = len(size)
+    reserve_segments(rec, case, nseg, params["segsize"])
 
     def low(s: int) -> Call | None:
         return None if s >= nseg else lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
@@ -146,6 +148,7 @@ def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     bounds = segment_bounds(case.nbytes, params["segsize"])
     size = np.diff(bounds)
     nseg = len(size)
+    reserve_segments(rec, case, nseg, params["segsize"])
     nnodes = lv.nodes.shape[0]
     leaders = lv.nodes[:, 0]
 

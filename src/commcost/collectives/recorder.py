@@ -209,6 +209,15 @@ class Recorder:
             self.wait(ids[:, waiter], ids[:, np.asarray(s.after_idx, np.int64)])
         return ids
 
+    def reserve(self, count: int, why: str = "") -> None:
+        """Refuse up front a schedule that will record at least ``count`` more transmissions than the limit
+        allows (before its arrays are built: a segmented pipeline's are segments x edges long)."""
+        if self.count + count > self.limit:
+            raise ScheduleTooLarge(
+                f"the schedule of this {self.case.collective.value} on {self.case.nprocs:,} ranks would exceed "
+                f"{self.limit:,} transmissions{f' ({why})' if why else ''}; expected fewer ranks, larger "
+                "segments, or a closed-form model")
+
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
                 phase: np.ndarray | None = None) -> None:
         self._count += len(src)

@@ -188,6 +188,7 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
     p = case.nprocs
     bounds = segment_bounds(case.nbytes, segsize)
     nseg = len(bounds) - 1
+    rec.reserve(nseg * (p - 1), f"{nseg:,} segments of {segsize} bytes")
     slot, period = reduce_slots(tree)
     child = tree.dst
     edge = np.repeat(np.arange(len(child)), nseg)

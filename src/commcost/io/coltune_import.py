@@ -50,8 +50,8 @@ def algorithm_name(collective: str, alg: int, version: str, source: str) -> str:
 
 
 def script_ppn(folder: Path) -> int | None:
-    """Ranks per node from a collective's job script (``--map-by ppr:N:node``), None without one; scripts
-    that disagree are an error naming the file."""
+    """Ranks per node from a collective's job script (``--map-by ppr:N:node``), None without a script; scripts
+    that disagree, or that place no ranks per node, are an error naming the file."""
     found: set[int] = set()
     script = None
     for script in sorted(folder.glob("*_coltune.sh")):
@@ -59,6 +59,9 @@ def script_ppn(folder: Path) -> int | None:
     if len(found) > 1:
         raise InputError(f"the mpirun lines place {sorted(found)} ranks per node; expected one value "
                          "(give --ppn)", source=str(script))
+    if script is not None and not found:
+        raise InputError("no mpirun line with '--map-by ppr:N:node' to take ranks per node from; expected one "
+                         "(or give --ppn)", source=str(script))
     return found.pop() if found else None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from commcost.calibration.fit_p2p import proportional_error
+from commcost.report.palette import MARKERS, style
 from commcost.units import format_seconds
 
 
@@ -82,8 +83,10 @@ def plot_validation(runs: list[KernelRun], path: str | Path) -> None:
     x = np.arange(len(runs))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(runs)), 4))
     ax.plot(x, [r.measured_s for r in runs], "ko-", label="measured", linewidth=2)
-    for model, marker in zip(models, "s^vdx+*"):
-        ax.plot(x, [r.predicted_s.get(model, np.nan) for r in runs], marker=marker, linestyle="--", label=model)
+    for k, model in enumerate(models):
+        look = style(k)
+        ax.plot(x, [r.predicted_s.get(model, np.nan) for r in runs], marker=MARKERS[(k + 1) % len(MARKERS)],
+                color=look.colour, markeredgecolor="black", linestyle="--", label=model)
     ax.set_xticks(x)
     ax.set_xticklabels([f"{r.config}\n{r.network}" for r in runs], fontsize=7, rotation=30)
     ax.set_yscale("log")

@@ -1,23 +1,14 @@
-"""A selection as text, JSON rows, CSV rows, and a PNG map over (P, n) coloured by algorithm.
-
-The map is paper 004's Fig. 10 kind of picture: message size across,
-process count up, one colour per chosen algorithm.
-"""
+"""A selection as text, JSON rows and CSV rows (its map: :mod:`commcost.report.selection_map`)."""
 
 from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
-from commcost.selection.decision import Choice, Selection
+from commcost.report.selection_map import DEFAULT_LABEL
+from commcost.selection.decision import Selection
 from commcost.units import format_nbytes
-
-
-DEFAULT_LABEL = "(no rule: the library's default)"
 
 
 def rule_rows(selection: Selection) -> list[dict[str, Any]]:
@@ -58,37 +49,6 @@ def grid_csv(procs: Sequence[int], sizes: Sequence[int], columns: dict[str, Any]
                 row.append(f"{cell:.6g}" if isinstance(cell, float) else cell)
             writer.writerow(row)
     return out.getvalue()
-
-
-def plot_map(path: str | Path, procs: Sequence[int], sizes: Sequence[int], chosen: Sequence[Sequence[Choice | None]],
-             title: str) -> None:
-    """Write a PNG: one cell per (P, n) of the grid, coloured by the chosen algorithm (with its tunables)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
-    labels = sorted({c.label if c is not None else DEFAULT_LABEL for row in chosen for c in row})
-    index = {label: i for i, label in enumerate(labels)}
-    table = np.array([[index[c.label if c is not None else DEFAULT_LABEL] for c in row] for row in chosen])
-    colours = plt.get_cmap("tab20" if len(labels) > 10 else "tab10").colors[:len(labels)]
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    ax.imshow(table, origin="lower", aspect="auto", cmap=ListedColormap(colours), vmin=-0.5,
-              vmax=len(labels) - 0.5, interpolation="nearest")
-    step_x = max(1, len(sizes) // 12)
-    ax.set_xticks(range(0, len(sizes), step_x), [format_nbytes(s) for s in sizes[::step_x]], rotation=45)
-    step_y = max(1, len(procs) // 16)
-    ax.set_yticks(range(0, len(procs), step_y), [str(p) for p in procs[::step_y]])
-    ax.set_xlabel("message size")
-    ax.set_ylabel("processes P")
-    ax.set_title(title)
-    ax.legend(handles=[Patch(color=colours[i], label=label) for i, label in enumerate(labels)],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def render_penalties(rows: dict[str, dict[str, float]], title: str) -> str:

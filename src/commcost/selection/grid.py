@@ -19,6 +19,7 @@ import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
 from commcost.collectives.ompi_han import on_placement
+from commcost.collectives.recorder import ScheduleTooLarge
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.selection.pipeline_price import pipeline_time_s
@@ -111,7 +112,11 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     phases_seen: dict[bytes, np.ndarray] = {}
     for key, members in groups.items():
         nbytes = key if key > 0 else int(sizes[members[0]])
-        schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+        try:
+            schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+        except ScheduleTooLarge:  # beyond what commcost records (e.g. han in thousands of segments): never picked
+            out[members] = np.inf
+            continue
         if phase_barriers:
             schedule = schedule.without_dependencies()
         if key > 0 or schedule.has_dependencies:

@@ -1,0 +1,68 @@
+"""Work is bounded up front (issue 16 item 1): what the fuzz suite found, each as a plain test."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from commcost.cli.main import main
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+PRICE = ["--platform", str(EX / "cluster" / "platform.toml"), "--params", str(EX / "params" / "illustrative.toml"),
+         "--model", "hockney"]
+
+
+def test_a_pipeline_of_millions_of_segments_is_refused_before_its_arrays_are_built(capsys):
+    """segsize=1 on 4 MiB over 64 ranks is 264 million transmissions: it took 24 GB and was killed; now it is one
+    line at once."""
+    started = time.monotonic()
+    assert main(["predict", "--collective", "bcast", "--algorithm", "pipeline", "--procs", "64", "--nbytes", "4MiB",
+                 "--param", "segsize=1", *PRICE]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "50,000,000 transmissions" in err and "4,194,304 segments" in err
+    assert time.monotonic() - started < 5
+
+
+def test_han_in_more_segments_than_it_records_is_refused_and_a_selection_goes_on_without_it(capsys):
+    assert main(["predict", "--collective", "bcast", "--algorithm", "han", "--procs", "8", "--ppn", "2",
+                 "--nbytes", "4KiB", "--param", "segsize=2", *PRICE]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2,048 segments" in err and "1,024 segments" in err
+    # in a selection such a candidate is priced as never the fastest, and the grid goes on
+    from commcost.collectives import Collective, find
+    from commcost.io.params_file import load_params
+    from commcost.io.platform_file import load_platform
+    from commcost.models import MODELS
+    from commcost.platform import Mapping
+    from commcost.selection.decision import Choice
+    from commcost.selection.select import schedule_pricer
+
+    platform, _ = load_platform(EX / "cluster" / "platform.toml")
+    model = MODELS["hockney"](load_params(EX / "params" / "illustrative.toml").for_model("hockney"))
+    price = schedule_pricer(model, platform, lambda n: Mapping.sequential(platform, n, 2))
+    han = find(Collective.BCAST, "ompi.han")
+    times = price(Choice(han, han.resolve_params({"segsize": 2, "ppn": 2})), 8, [1024, 4096])
+    assert times[0] > 0 and times[0] < float("inf") and times[1] == float("inf")
+
+
+@pytest.mark.parametrize("budget", ["1e400", "nan", "0", "-5", "1e9"])
+def test_a_budget_must_be_a_finite_number_of_seconds(budget, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["calibrate", "--dry-run", "--out", str(tmp_path), "--budget", budget])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--budget" in err and "a week" in err
+
+
+def test_a_job_script_without_ranks_per_node_is_named(tmp_path, capsys):
+    source = Path(__file__).resolve().parent / "data" / "peak-coltune" / "output" / "bcast"
+    folder = tmp_path / "output" / "bcast"
+    folder.mkdir(parents=True)
+    shutil.copy(source / "6_8ranks_run0.out", folder)
+    (folder / "bcast_coltune.sh").write_text("#!/bin/sh\nmpirun -np 8 osu_bcast\n")
+    assert main(["import", "coltune", str(tmp_path), "-o", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bcast_coltune.sh" in err and "ppr:N:node" in err
