@@ -84,7 +84,7 @@ import numpy as np
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import register
-from commcost.collectives.segments import segment_bounds
+from commcost.collectives.segments import reserved_segment_bounds, segment_bounds
 from commcost.collectives.trees import (
     MAXTREEFANOUT, Tree, build_bmtree, build_chain, build_kmtree, build_tree, to_ranks,
 )
@@ -183,9 +183,7 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
 
 def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
     """``ompi_coll_base_bcast_intra_generic`` over ``tree`` with ``COLL_BASE_COMPUTED_SEGCOUNT`` segments."""
-    bounds = segment_bounds(case.nbytes, segsize)
-    rec.reserve((len(bounds) - 1) * (case.nprocs - 1), f"{len(bounds) - 1:,} segments of {segsize} bytes")
-    tree_pipeline(rec, case, tree, [bounds])
+    tree_pipeline(rec, case, tree, [reserved_segment_bounds(rec, case.nbytes, segsize, case.nprocs - 1)])
 
 
 @register(Collective.BCAST, "ompi", "chain", "root feeds `fanout` pipelined chains (build_chain)",

@@ -31,7 +31,7 @@ import numpy as np
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import composite_unit, find, register, whole_blocks
-from commcost.collectives.segments import block_bounds, segment_bounds
+from commcost.collectives.segments import block_bounds, reserved_segment_bounds
 from commcost.collectives.trees import (Tree, build_chain, build_in_order_bintree, build_in_order_bmtree, build_tree,
                                         to_ranks)
 from commcost.collectives.waits import Waits
@@ -186,9 +186,8 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
     ``tree``, segment k at ``e * S + k``).
     """
     p = case.nprocs
-    bounds = segment_bounds(case.nbytes, segsize)
+    bounds = reserved_segment_bounds(rec, case.nbytes, segsize, p - 1)
     nseg = len(bounds) - 1
-    rec.reserve(nseg * (p - 1), f"{nseg:,} segments of {segsize} bytes")
     slot, period = reduce_slots(tree)
     child = tree.dst
     edge = np.repeat(np.arange(len(child)), nseg)

@@ -9,6 +9,8 @@ Open MPI segments a message of ``count`` elements into segments of
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -22,6 +24,14 @@ def segment_bounds(nbytes: int, segsize: int) -> np.ndarray:
         return np.array([0, nbytes], dtype=np.int64)
     bounds = np.arange(0, nbytes, segsize, dtype=np.int64)
     return np.append(bounds, nbytes)
+
+
+def reserved_segment_bounds(rec: Any, nbytes: int, segsize: int, edges: int) -> np.ndarray:
+    """:func:`segment_bounds`, after ``rec`` (a Recorder) has refused up front a pipeline whose segments times
+    ``edges`` (transmissions per segment at least) exceed its limit."""
+    bounds = segment_bounds(nbytes, segsize)
+    rec.reserve((len(bounds) - 1) * edges, f"{len(bounds) - 1:,} segments of {segsize} bytes")
+    return bounds
 
 
 def block_bounds(nbytes: int, nblocks: int) -> np.ndarray:
