@@ -66,3 +66,12 @@ def test_a_job_script_without_ranks_per_node_is_named(tmp_path, capsys):
     assert main(["import", "coltune", str(tmp_path), "-o", str(tmp_path / "m.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bcast_coltune.sh" in err and "ppr:N:node" in err
+
+
+def test_a_scotch_mapping_with_a_target_past_64_bits_is_one_line():
+    """Found by the fuzz suite: numpy's OverflowError escaped the Scotch mapping reader."""
+    from commcost.errors import InputError
+    from commcost.io.scotch_files import read_mapping
+
+    with pytest.raises(InputError, match="x.map:line 2: target 99999999999999999999 is out of range"):
+        read_mapping("6\n0 99999999999999999999\n1 1\n2 1\n3 0\n4 2\n5 3\n", 6, source="x.map")

@@ -163,5 +163,8 @@ def read_mapping(text: str, n: int, source: str | None = None) -> np.ndarray:
                              where=f"line {k}")
         if out[vertex] >= 0:
             raise InputError(f"vertex {vertex} is mapped twice", source=source, where=f"line {k}")
+        if target > np.iinfo(np.int64).max:  # found by the fuzz suite: numpy raised OverflowError
+            raise InputError(f"target {target} is out of range; expected a target vertex number", source=source,
+                             where=f"line {k}")
         out[vertex] = target
     return out
