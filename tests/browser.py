@@ -67,6 +67,16 @@ def load(path: Path, width: int = 1280, height: int = 2000) -> Seen:
         driver.quit()
 
 
+def external_references(text: str) -> list[str]:
+    """Everything in a page that a browser would fetch from elsewhere (a self-contained page has none)."""
+    import re
+
+    refs = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', text)
+    out = [r for r in refs if not r.startswith(("data:", "#"))]
+    out += re.findall(r"<script|<link|@import|url\(", text)
+    return out
+
+
 def png_content(png: bytes) -> tuple[int, float]:
     """(distinct colours, share of pixels that are not white) of a PNG: a blank page has 1 and 0."""
     import io

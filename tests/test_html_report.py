@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from browser import load, needs_browser, png_content
+from browser import external_references, load, needs_browser, png_content
 from commcost.cli.main import main
 from commcost.collectives import Collective, find
 from commcost.report.html_page import HtmlPage
@@ -22,14 +22,6 @@ EXAMPLES = ROOT / "examples"
 PEAK = Path(__file__).resolve().parent / "data" / "peak-coltune"
 ONE_PIXEL_PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
                               "0000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
-
-
-def external_references(text: str) -> list[str]:
-    """Everything in a page that a browser would fetch from elsewhere (a self-contained page has none)."""
-    refs = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', text)
-    out = [r for r in refs if not r.startswith(("data:", "#"))]
-    out += re.findall(r"<script|<link|@import|url\(", text)
-    return out
 
 
 # --- the page itself ---------------------------------------------------------------------------------------

@@ -272,8 +272,7 @@ def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
         _generic(rec, case, build_chain(1, p), segsize)
         return
     waits = Waits(rec)
-    bounds = [segment_bounds(counts[0], segsize), half + segment_bounds(counts[1], segsize)]
-    rec.reserve((len(bounds[1]) - 1) * (p - 1), f"{len(bounds[1]) - 1:,} segments of {segsize} bytes per half")
+    bounds = [segment_bounds(counts[0], segsize), half + reserved_segment_bounds(rec, counts[1], segsize, p - 1)]
     # odd virtual ranks form the left subtree (first half), even ones the right (second half)
     part_of = 1 - np.arange(p, dtype=np.int64) % 2
     pipe = tree_pipeline(rec, case, build_tree(2, p), bounds, part_of, SendMode.SEQUENCE,

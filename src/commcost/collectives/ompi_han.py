@@ -58,7 +58,7 @@ from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.ompi_fixed import decide, registered
 from commcost.collectives.recorder import Recorder, ScheduleTooLarge
 from commcost.collectives.registry import Algorithm, build, find, register
-from commcost.collectives.segments import segment_bounds
+from commcost.collectives.segments import reserved_segment_bounds
 from commcost.errors import InputError
 from commcost.schedule.program_order import after_own
 from commcost.schedule.schedule import SendMode
@@ -267,15 +267,16 @@ class Levels:
 MAX_HAN_SEGMENTS = 1024  # han's pipeline is recorded one segment (one step of calls) at a time
 
 
-def reserve_segments(rec: Recorder, case: Case, nseg: int, segsize: int) -> None:
-    """Refuse up front a han pipeline commcost cannot record in reasonable time and memory: more than
-    :data:`MAX_HAN_SEGMENTS` segments, or more transmissions than the recorder's limit (every segment
-    reaches every rank: at least P - 1 transmissions each)."""
-    if nseg > MAX_HAN_SEGMENTS:
-        raise ScheduleTooLarge(f"coll/han's {case.collective.value} of {case.nbytes:,} bytes in {nseg:,} segments of "
-                               f"{segsize} bytes: commcost records han's pipeline one segment at a time, up to "
-                               f"{MAX_HAN_SEGMENTS:,} segments; expected a larger segsize")
-    rec.reserve(nseg * (case.nprocs - 1), f"{nseg:,} segments of {segsize} bytes")
+def han_segment_bounds(rec: Recorder, case: Case, segsize: int) -> np.ndarray:
+    """The segments of a han pipeline (:func:`.segments.reserved_segment_bounds`: refused up front past the
+    recorder's limit, every segment reaching every rank), and at most :data:`MAX_HAN_SEGMENTS` of them, which
+    commcost records one at a time."""
+    bounds = reserved_segment_bounds(rec, case.nbytes, segsize, case.nprocs - 1)
+    if len(bounds) - 1 > MAX_HAN_SEGMENTS:
+        raise ScheduleTooLarge(f"coll/han's {case.collective.value} of {case.nbytes:,} bytes in {len(bounds) - 1:,} "
+                               f"segments of {segsize} bytes: commcost records han's pipeline one segment at a time, "
+                               f"up to {MAX_HAN_SEGMENTS:,} segments; expected a larger segsize")
+    return bounds
 
 
 def levels(rec: Recorder, case: Case, ppn: int) -> Levels | None:
@@ -300,10 +301,9 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     if lv is None:
         return
     nnodes = lv.nodes.shape[0]
-    bounds = segment_bounds(case.nbytes, params["segsize"])
+    bounds = han_segment_bounds(rec, case, params["segsize"])
     nseg = len(bounds) - 1
     size = np.diff(bounds)
-    reserve_segments(rec, case, nseg, params["segsize"])
 
     def up(i: int) -> Call | None:
         if i == 0:

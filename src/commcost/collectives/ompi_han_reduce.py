@@ -51,12 +51,11 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
-from commcost.collectives.ompi_han import (PPN, Call, Part, in_steps, levels, libnbc_ibcast, reserve_segments, run,
+from commcost.collectives.ompi_han import (PPN, Call, Part, han_segment_bounds, in_steps, levels, libnbc_ibcast, run,
                                            tuned_run)
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
 from commcost.collectives.registry import Algorithm, find, register
-from commcost.collectives.segments import segment_bounds
 
 LIBNBC_CHAIN_FRAGMENT = 16384 // 2  # nbc_ireduce.c: the chain's segsize
 LIBNBC_BINOMIAL_BELOW = 65536  # nbc_ireduce.c: binomial when p > 4 or the vector is under this many bytes
@@ -105,10 +104,9 @@ def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
-    bounds = segment_bounds(case.nbytes, params["segsize"])
+    bounds = han_segment_bounds(rec, case, params["segsize"])
     size = np.diff(bounds)
     nseg = len(size)
-    reserve_segments(rec, case, nseg, params["segsize"])
 
     def low(s: int) -> Call | None:
         return None if s >= nseg else lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
@@ -145,10 +143,9 @@ def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     lv = levels(rec, Case(case.collective, case.nprocs, case.nbytes, 0), params["ppn"])
     if lv is None:
         return
-    bounds = segment_bounds(case.nbytes, params["segsize"])
+    bounds = han_segment_bounds(rec, case, params["segsize"])
     size = np.diff(bounds)
     nseg = len(size)
-    reserve_segments(rec, case, nseg, params["segsize"])
     nnodes = lv.nodes.shape[0]
     leaders = lv.nodes[:, 0]
 
