@@ -110,7 +110,8 @@ def test_fitted_hockney_segments_predict_pingpong_sizes_left_out_of_the_fit(cali
     the cores can be off by several times, so the bounds are on quantiles,
     not on the worst point.
     """
-    from commcost.calibration.fit_p2p import fit_hockney_segments, proportional_error
+    from commcost.calibration.fit_p2p import fit_hockney_segments
+    from commcost.calibration.robust_fit import proportional_error
 
     out, rc, *_ = calibrated
     assert rc == 0

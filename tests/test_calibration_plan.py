@@ -15,7 +15,8 @@ from commcost.calibration.plan import (
 from commcost.cli.mpi_launch import launch_line
 from commcost.cli.main import main
 from commcost.closedform.ompi_bcast_calibration import calibrate_paper004, gamma_and_q
-from commcost.closedform.ompi_bcast_model import Paper004Params, experiment_coefficients
+from commcost.closedform.ompi_bcast_fit import experiment_coefficients
+from commcost.closedform.ompi_bcast_params import Paper004Params
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement, MeasurementStore, fit_times, measurement_columns
 from fit_helpers import fit_ompi_bcast

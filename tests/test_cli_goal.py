@@ -87,7 +87,7 @@ def one_line_error(capsys, *argv: str) -> str:
     (["--root", "16"], "--root: the root must be a rank in 0..15, got 16"),
     (["--param", "segsize=lots"], "--param: segsize: expected an integer or a size"),
     (["--param", "fanout=2"], "--param fanout: ompi.binomial has no parameter 'fanout'"),
-    (["--reduce-time-per-byte", "-1"], "--reduce-time-per-byte: expected a time per byte >= 0"),
+    (["--reduce-time-per-byte", "-1"], "--reduce-time-per-byte: expected a finite time per byte >= 0"),
 ])
 def test_bad_options_are_one_line(capsys, extra, message):
     assert message in one_line_error(capsys, *BCAST, *extra)

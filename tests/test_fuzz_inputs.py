@@ -12,17 +12,26 @@ traceback of another type) fails, and so does a case that runs past
 
 ``predict --collective`` is fuzzed the same way over its options (P,
 sizes, root, ppn, mapping, parameters, including 0, -1, 10^7, ``1.5KiB``,
-``1e400``), and so are select, partition, import osu, calibrate and tune
-(their dry runs) and evaluate-selection: exit 0 with finite, non-negative
-times (every ``*_s`` of the JSON), or exit 2 with one line on standard
-error and no traceback, within the case limit.
+``1e400``), and so are every other command's: select, partition, import
+osu, calibrate and tune (their dry runs), evaluate-selection, fit, arrange,
+map, export-goal, params repair, rules show and diff, and measure-kernel
+and measure-pattern (run up to their launch, with ``/bin/false`` as the
+mpirun): exit 0 with finite, non-negative times (every ``*_s`` of the
+JSON), or exit 2 with one line on standard error and no traceback, within
+the case limit.
 
 Found and fixed by it: non-UTF-8 bytes crashing six readers; a segmented
 pipeline of millions of segments filling the memory (now refused before its
 arrays are built); han pipelines of thousands of segments running for
 minutes (now at most 1,024 segments, stated); an infinite or NaN
 ``--budget``; tune's dry run printing no JSON; a job script without ranks
-per node reported as missing.
+per node reported as missing; map's negative ``--seed`` (a numpy traceback)
+and infinite ``--time-limit`` (a search without end); a NaN ``--timeout``
+(a traceback from the selector); options of another kind of fit silently
+ignored; an infinite ``--reduce-time-per-byte``; rules diff's ``--ppn 0``;
+measure-kernel's ``--procs 10000000`` (728 TiB asked of numpy) and its
+partitions checked only between MPI runs; measure-pattern's ``--value-bytes
+0`` launched (all pinned in ``FOUND``).
 """
 
 from __future__ import annotations
@@ -355,6 +364,71 @@ COMMANDS = {  # name -> (argv before the fuzzed options, {option: values to try}
                            {"--ppn": ["0", "-1", "1", "x"], "--train-max-procs": ["0", "-1", "2", "x"],
                             "--test-min-procs": ["0", "-1", "100000", "x"], "--collective": ["bcast", "x", "gather"],
                             "--model": ["hockney", "taulop", "x"], "--root": ["-1", "5", "x"]}, 20),
+    "fit": (["fit", str(FUZZ / "pingpong.csv"), "--model", "hockney", "-o", "{tmp}/fit.toml", "--format", "json"],
+            {"--model": ["hockney", "loggp", "taulop", "loggph", "maxrate", "ompi_bcast_model", "x"],
+             "--transfers": ["shm=2", "shm=0", "shm=-1", "tcp=1", "shm=x", "=", "shm", "shm=1e400"],
+             "--benchmark": ["osu_latency", "osu_bw", "x", ""], "--statistic": ["median", "mean", "x"],
+             "--from-collectives": [None], "--platform": [str(EX / "cluster" / "platform.toml"), "/nonexistent"],
+             "--collectives": ["bcast", "x", "", ","], "--max-procs": ["0", "-1", "2", "x"],
+             "--shm-channel": ["shm", "", "x"], "--network-channel": ["tcp", "shm", ""]}, 40),
+    "arrange": (["arrange", "mpdata", "--platform", str(EX / "grid5000" / "platform.toml"), "--bandwidths",
+                 str(EX / "grid5000" / "bandwidths.toml"), "--format", "json"],
+                {"--ppn": ["0", "-1", "1", "2", "100000", "x"],
+                 "--domain": ["512x512x64", "0x1x1", "-1x2x2", "1e400x2x2", "8x8", "x", "3x3x3", "100000x100000x100000"],
+                 "--halo": ["1x1", "0x0", "-1x1", "100x100", "x"], "--value-bytes": ["0", "-1", "8", "1e400", "x"],
+                 "--initial": ["sequential", "round-robin", "random:3", "random:x", "x"],
+                 "--initial-shape": ["3x4", "1x12", "0x12", "5x5", "x"], "--level": ["node", "cluster", "x"],
+                 "--exhaustive": [None], "--params": [str(EX / "grid5000" / "params.toml"), "/nonexistent"],
+                 "--model": ["hockney", "x"],
+                 "--bandwidths-from": ["hockney", "x"]}, 40),
+    "map": (["map", "--collective", "bcast", "--algorithm", "binomial", "--procs", "8", "--nbytes", "1KiB",
+             "--platform", str(EX / "cluster" / "platform.toml"), "--params", str(EX / "params" / "illustrative.toml"),
+             "--model", "hockney", "--time-limit", "0.05", "--format", "json"],
+            {"--procs": ["0", "1", "-1", "2", "16", "10000000", "x"], "--nbytes": SIZES,
+             "--ppn": ["0", "-1", "1", "4", "100000", "x"], "--nodes": ["0", "-1", "1", "2", "100000", "x"],
+             "--start": ["sequential", "round-robin", "random:1", "random:x", "graph", "file:/nonexistent",
+                         "heuristic", "x"],
+             "--time-limit": ["0", "-1", "0.01", "nan", "inf", "1e400", "x"], "--seed": ["0", "-1", "x"],
+             "--algorithm": ["binomial", "6", "knomial", "mpich.binomial", "99", "x"],
+             "--root": ["0", "-1", "7", "8", "x"], "--param": ["segsize=1KiB", "segsize=-1", "x", "fanout=0"],
+             "--model": ["taulop", "hockney", "x"]}, 40),
+    "export-goal": (["export-goal", "--collective", "bcast", "--algorithm", "binomial", "--procs", "16",
+                     "--nbytes", "1KiB", "--format", "json"],
+                    {"--procs": PROCS, "--nbytes": SIZES, "--root": ["0", "-1", "15", "16", "x"],
+                     "--algorithm": ["binomial", "6", "chain", "mpich.binomial", "99", "x", ""],
+                     "--param": ["segsize=1KiB", "segsize=1", "segsize=-1", "fanout=0", "x=1", "x"],
+                     "--reduce-time-per-byte": ["0", "-1", "1e-9", "nan", "inf", "x"],
+                     "-o": ["{tmp}/out.goal", "{tmp}", "/nonexistent/x.goal"]}, 40),
+    "params-repair": (["params", "repair", str(EX / "params" / "shm.tsv"), "-o", "{tmp}/repaired.tsv",
+                       "--format", "json"],
+                      {"-o": ["{tmp}/r.toml", "{tmp}", "/nonexistent/x.tsv", ""],
+                       "--format": ["table", "json", "x"]}, 10),
+    "rules-show": (["rules", "show", str(FUZZ / "ompi-rules.json"), "--format", "json"],
+                   {"--kind": ["ompi", "han", "mpich", "x"], "--format": ["table", "json", "x"]}, 10),
+    "rules-diff": (["rules", "diff", str(FUZZ / "ompi-rules.json"), str(FUZZ / "ompi-rules.json"), "--format", "json"],
+                   {"--collective": ["bcast", "allreduce", "x", ""],
+                    "--params": [str(EX / "params" / "illustrative.toml"), "/nonexistent"],
+                    "--platform": [str(EX / "cluster" / "platform.toml"), "/nonexistent"],
+                    "--model": ["hockney", "taulop", "x"], "--ppn": ["0", "-1", "1", "x"], "--strict": [None]}, 20),
+    # the measuring commands run to their launch and stop there: /bin/false is the mpirun, so every option
+    # that passes validation ends in one line saying the MPI run failed (bounded, no ranks started)
+    "measure-kernel": (["measure-kernel", "summa", "--procs", "2", "--params", str(EX / "params" / "illustrative.toml"),
+                        "--mpirun", "/bin/false", "--out", "{tmp}/mk", "--format", "json"],
+                       {"--procs": PROCS, "--n": ["0", "-1", "1", "2", "32", "100000", "x"],
+                        "--kb": ["0", "-1", "1", "1e400", "x"], "--steps": ["0", "-1", "1", "x"],
+                        "--model": ["hockney", "x", ""], "--network": ["shm", "tcp", "x"],
+                        "--timeout": ["0", "-1", "nan", "1", "x"],
+                        "--partition": [str(EX / "paper000" / "fig8_partition.txt"), "/nonexistent"]}, 30),
+    "measure-pattern": (["measure-pattern", "--pattern", "spmv", "--matrix", str(EX / "sparse" / "poisson3d_16.mtx"),
+                         "--procs", "2", "--params", str(EX / "params" / "illustrative.toml"), "--mpirun",
+                         "/bin/false", "--out", "{tmp}/mp", "--format", "json"],
+                        {"--procs": ["0", "1", "-1", "2", "4", "100000", "x"],
+                         "--partition": ["contiguous", "metis", "x"], "--value-bytes": ["0", "-1", "8", "1e400", "x"],
+                         "--order": ["in-order", "reversed", "x"], "--repeat": ["0", "-1", "1", "x"],
+                         "--model": ["hockney", "x"], "--network": ["shm", "tcp", "x"],
+                         "--platform": [str(EX / "cluster" / "platform.toml"), "/nonexistent"],
+                         "--ppn": ["0", "-1", "1", "x"], "--amg-levels": [None],
+                         "--matrix": [str(FUZZ / "pingpong.csv"), "/nonexistent"]}, 30),
 }
 
 
@@ -388,17 +462,67 @@ def test_each_commands_options_give_a_sane_result_or_one_line(name, tmp_path, ca
     def case(changes) -> None:
         argv = list(base)
         for flag, data in changes.items():
-            argv += [flag, data.draw(st.sampled_from(choices[flag]), label=flag)]
+            value = data.draw(st.sampled_from(choices[flag]), label=flag)
+            argv += [flag] if value is None else [flag, value]
+        argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
         if name in ("partition", "import-osu"):
             argv += ["-o", str(tmp_path / ("out.txt" if name == "partition" else "out.csv"))]
         if name in ("calibrate", "tune"):
             argv += ["--out", str(tmp_path / "run")]
         code, out = run_cli(argv, capsys)
         counts[code] += 1
-        if code == 2:
+        formats = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--format"]
+        if code == 2 or formats[-1:] != ["json"]:
             return
         times = _times(json.loads(out))
         assert all(math.isfinite(t) and t >= 0 for t in times), (argv, times)
 
     case()
     print(f"{name}: {counts[0]} ran, {counts[2]} refused")
+
+
+FOUND = [  # what the fuzz suite found in the commands' options, pinned: (argv, the option the line must name)
+    (["map", "--collective", "bcast", "--algorithm", "binomial", "--procs", "8", "--nbytes", "1KiB", "--platform",
+      str(EX / "cluster" / "platform.toml"), "--params", str(EX / "params" / "illustrative.toml"), "--model",
+      "hockney", "--seed", "-1"], "--seed"),  # numpy's ValueError escaped
+    (["map", "--collective", "bcast", "--algorithm", "binomial", "--procs", "8", "--nbytes", "1KiB", "--platform",
+      str(EX / "cluster" / "platform.toml"), "--params", str(EX / "params" / "illustrative.toml"), "--model",
+      "hockney", "--time-limit", "inf"], "--time-limit"),  # searched forever
+    (["measure-kernel", "summa", "--procs", "2", "--params", str(EX / "params" / "illustrative.toml"),
+      "--timeout", "nan"], "--timeout"),  # the selector's ValueError escaped
+    (["rules", "diff", str(FUZZ / "ompi-rules.json"), str(FUZZ / "ompi-rules.json"), "--ppn", "0"], "--ppn"),
+    (["fit", str(FUZZ / "pingpong.csv"), "--model", "hockney", "-o", "x.toml", "--max-procs", "-1"], "--max-procs"),
+    (["fit", str(FUZZ / "pingpong.csv"), "--model", "hockney", "-o", "x.toml", "--platform", "/nonexistent"],
+     "--platform"),  # silently ignored
+    (["export-goal", "--collective", "reduce", "--algorithm", "binomial", "--procs", "4", "--nbytes", "1KiB",
+      "--reduce-time-per-byte", "inf"], "--reduce-time-per-byte"),  # wrote 'calc inf'
+    (["measure-kernel", "summa", "--procs", "10000000", "--params", str(EX / "params" / "illustrative.toml")],
+     "--procs"),  # numpy asked for 728 TiB
+    (["measure-kernel", "summa", "--procs", "2..2000", "--n", "8", "--params", str(EX / "params" / "illustrative.toml")],
+     "--procs"),  # ran MPI for every P before finding that N was too small for the last
+    (["measure-pattern", "--pattern", "spmv", "--matrix", str(EX / "sparse" / "poisson3d_16.mtx"), "--procs", "2",
+      "--params", str(EX / "params" / "illustrative.toml"), "--value-bytes", "0"], "--value-bytes"),  # ran MPI
+    (["arrange", "mpdata", "--platform", str(EX / "grid5000" / "platform.toml"), "--bandwidths",
+      str(EX / "grid5000" / "bandwidths.toml"), "--model", "x"], "--model"),  # silently ignored
+]
+
+
+@pytest.mark.parametrize("argv,option", FOUND, ids=[f"{a[0]}{o}" for a, o in FOUND])
+def test_what_the_fuzz_found_is_refused_in_one_line(argv, option, capsys):
+    from commcost.cli.main import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and option in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_a_layout_past_the_process_limit_is_refused_at_its_line(tmp_path):
+    from commcost.io.process_layout_file import read_process_layout
+
+    path = tmp_path / "layout.txt"
+    path.write_text("node0 cpu:1 3\nnode1 cpu:1 99999999999999999999\n")  # was an OverflowError from list.extend
+    with pytest.raises(InputError, match=r"layout.txt:line 2.*at most 10,000,000 processes"):
+        read_process_layout(path)

@@ -81,10 +81,7 @@ def test_no_module_of_commcost_imports_itself_back():
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
-# modules over the ~500-line mark, at their length when the limit came in (issue 16 item 10): they may shrink,
-# not grow, and no other module may pass it
-LONG_MODULES = {"closedform/ompi_bcast_model.py": 755, "calibration/fit_p2p.py": 611, "collectives/reduce.py": 596,
-                "models/taulop/dependency_engine.py": 575, "calibration/mpi_benchmarks.py": 570}
+# one concept per module (issue 16 item 10): a module past this many lines is split by concept, not allowed in
 MAX_LINES = 500
 
 
@@ -93,6 +90,6 @@ def test_modules_stay_small():
     for path in PACKAGE.rglob("*.py"):
         name = path.relative_to(PACKAGE).as_posix()
         lines = len(path.read_text().splitlines())
-        if lines > LONG_MODULES.get(name, MAX_LINES):
+        if lines > MAX_LINES:
             over[name] = lines
-    assert not over, f"modules over {MAX_LINES} lines (or longer than when the limit came in): {over}"
+    assert not over, f"modules over {MAX_LINES} lines: {over}"

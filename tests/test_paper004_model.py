@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from commcost.closedform import ompi_bcast_model as M
-from commcost.closedform.ompi_bcast_model import Channel, GammaBeyond, Paper004Params
+from commcost.closedform.ompi_bcast_fit import FitLoss, Measurement, experiment_coefficients, fit_taulop
+from commcost.closedform.ompi_bcast_params import (
+    BCAST_ALGORITHMS, PAPER004_CLUSTERS, SECTION, Channel, GammaBeyond, Paper004Params, paper004_params,
+)
 from commcost.errors import InputError
 
 MS = 8192  # the paper's segment size
@@ -199,7 +202,7 @@ def test_fast_stage_sum_equals_the_stage_by_stage_maxima(name, seed):
 @pytest.mark.parametrize("nprocs, ppn", [(7, 4), (64, 16), (600, 16), (1000, 18)])
 def test_cost_never_falls_as_the_message_grows(name, nprocs, ppn):
     """Split-binary only from 2 m_s on: below, Open MPI runs a pipeline, which can cost more."""
-    p = M.paper004_params("gros", name)
+    p = paper004_params("gros", name)
     m = np.unique(np.concatenate([np.linspace(1, 40 * MS, 400), PAPER_SIZES]))
     if name == "split_binary_tree":
         m = m[m >= 2 * MS]
@@ -223,7 +226,7 @@ def test_the_root_does_not_matter_when_each_node_is_a_rotation_of_the_others():
 
 
 def test_vectorized_over_m_equals_one_size_at_a_time():
-    p = M.paper004_params("grisou", "binomial")
+    p = paper004_params("grisou", "binomial")
     together = M.t_binomial(600, PAPER_SIZES, MS, 16, p)
     assert together == pytest.approx([float(M.t_binomial(600, m, MS, 16, p)) for m in PAPER_SIZES])
 
@@ -239,7 +242,7 @@ def test_gamma_stays_between_one_and_p_minus_one(beyond):
 
 
 def test_gamma_past_the_table_grows_along_its_last_step_or_holds():
-    gros = M.PAPER004_CLUSTERS["gros"].gamma1
+    gros = PAPER004_CLUSTERS["gros"].gamma1
     linear, hold = params(gamma1=gros), params(gamma1=gros, gamma_beyond="hold")
     assert linear.gamma(Channel.NETWORK, 7) == pytest.approx(1.424)
     assert linear.gamma(Channel.NETWORK, 9) == pytest.approx(1.424 + 2 * 0.085)
@@ -278,7 +281,7 @@ def test_eq_20_o1_column_is_the_binomial_stage_bracket_plus_one():
     The constant 1.00 left over in every row is the gather's share in the authors' system, which is not
     eq. 17 as printed (that would add 982 network messages); only the broadcast part is compared.
     """
-    gros = M.paper004_params("gros")
+    gros = paper004_params("gros")
     bracket = [M.stage_factor_sum("binomial", 1000, int(m // MS), 18, gros) for m in PAPER_SIZES]
     assert np.array(bracket) + 1.0 == pytest.approx(EQ20_O1_COLUMN, abs=0.006)
 
@@ -287,7 +290,7 @@ def test_eq_20_o1_column_is_the_binomial_stage_bracket_plus_one():
                                              ("marenostrum4", [96, 144, 336, 480])])
 def test_table_1a_p_nbft_max_is_the_largest_nbft_of_the_papers_runs(cluster, nprocs):
     """Table 1(a): the largest network NBFT (as P^o) and shm-only NBFT over the runs of Fig. 9 and all trees."""
-    c = M.PAPER004_CLUSTERS[cluster]
+    c = PAPER004_CLUSTERS[cluster]
     largest_net = largest_shm = 0
     for name in ("binomial", "binary_tree", "split_binary_tree", "chain", "pipeline"):
         for p in nprocs:
@@ -301,7 +304,7 @@ def test_table_1a_p_nbft_max_is_the_largest_nbft_of_the_papers_runs(cluster, npr
 
 
 def test_table_1_gammas_respect_eq_7():
-    for c in M.PAPER004_CLUSTERS.values():
+    for c in PAPER004_CLUSTERS.values():
         Paper004Params(o0_s=0, o1_s=0, L0_s=0, L1_s=0, gamma0=c.gamma0, gamma1=c.gamma1, Q=c.Q)
         assert len(c.gamma1) == c.p_nbft_max[1] - 1 and len(c.gamma0) == c.p_nbft_max[0] - 1
 
@@ -316,16 +319,16 @@ def synthetic(name, nprocs_list, p, ppn=16, noise=0.0, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for nprocs in nprocs_list:
-        design = M.experiment_coefficients(name, nprocs, PAPER_SIZES, MS, ppn, p)
+        design = experiment_coefficients(name, nprocs, PAPER_SIZES, MS, ppn, p)
         times = design @ p.theta * (1 + noise * rng.standard_normal(len(PAPER_SIZES)))
-        rows += [M.Measurement(name, nprocs, m, t) for m, t in zip(PAPER_SIZES, times)]
+        rows += [Measurement(name, nprocs, m, t) for m, t in zip(PAPER_SIZES, times)]
     return rows
 
 
 def test_fit_recovers_all_four_parameters_from_linear_broadcasts():
     """Messages of many sizes separate o from L and L^0 from L^1."""
-    truth = M.paper004_params("grisou").with_theta(list(TRUE.values()))
-    fit = M.fit_taulop(synthetic("basic_linear", [32, 64, 200], truth), truth.with_theta([0, 0, 0, 0]), nodes=16)
+    truth = paper004_params("grisou").with_theta(list(TRUE.values()))
+    fit = fit_taulop(synthetic("basic_linear", [32, 64, 200], truth), truth.with_theta([0, 0, 0, 0]), nodes=16)
     assert fit.rank_ == 4
     assert fit.theta_ == pytest.approx(truth.theta, rel=1e-6)
     assert np.abs(fit.residuals_s_).max() < 1e-12
@@ -333,11 +336,11 @@ def test_fit_recovers_all_four_parameters_from_linear_broadcasts():
 
 def test_segmented_fit_pins_the_segment_times_only():
     """Binomial + gather at m_s = ref: o^1 and L^1 share a column (Table 2's o^1 = L^1) and rank is 2."""
-    truth = M.paper004_params("gros").with_theta(list(TRUE.values()))
+    truth = paper004_params("gros").with_theta(list(TRUE.values()))
     rows = synthetic("binomial", [400, 1000], truth, ppn=18)
-    design = np.array([M.experiment_coefficients(r.algorithm, r.nprocs, r.nbytes, MS, 18, truth) for r in rows])
+    design = np.array([experiment_coefficients(r.algorithm, r.nprocs, r.nbytes, MS, 18, truth) for r in rows])
     assert np.array_equal(design[:, 1], design[:, 3])
-    fit = M.fit_taulop(rows, truth.with_theta([0, 0, 0, 0]), nodes=18)
+    fit = fit_taulop(rows, truth.with_theta([0, 0, 0, 0]), nodes=18)
     assert fit.rank_ == 2
     for channel in Channel:
         assert fit.params_.p2p_time(channel, MS) == pytest.approx(truth.p2p_time(channel, MS), rel=1e-6)
@@ -349,14 +352,14 @@ def test_huber_fit_over_several_algorithms_shrugs_off_a_broken_measurement():
 
     o^0 weighs little here (shared-memory messages are a few percent of any experiment), so it is left out.
     """
-    truth = M.paper004_params("marenostrum4").with_theta(list(TRUE.values()))
+    truth = paper004_params("marenostrum4").with_theta(list(TRUE.values()))
     rows = (synthetic("basic_linear", [24, 48, 96], truth, ppn=48, noise=0.01, seed=1)
             + synthetic("split_binary_tree", [96, 480], truth, ppn=48, noise=0.01, seed=2)
             + synthetic("binomial", [336, 480], truth, ppn=48, noise=0.01, seed=3))
     rows[3] = rows[3]._replace(time_s=rows[3].time_s * 5)
     start = truth.with_theta([0, 0, 0, 0])
-    huber = M.fit_taulop(rows, start, nodes=48, loss=M.FitLoss.HUBER)
-    plain = M.fit_taulop(rows, start, nodes=48)
+    huber = fit_taulop(rows, start, nodes=48, loss=FitLoss.HUBER)
+    plain = fit_taulop(rows, start, nodes=48)
     assert huber.rank_ == 4
     assert huber.theta_[1:] == pytest.approx(truth.theta[1:], rel=0.02)
     error = [np.abs(f.theta_[1:] / truth.theta[1:] - 1).max() for f in (huber, plain)]
@@ -364,15 +367,15 @@ def test_huber_fit_over_several_algorithms_shrugs_off_a_broken_measurement():
 
 
 def test_fit_keeps_parameters_non_negative():
-    truth = M.paper004_params("gros").with_theta([0.0, 1e-5, 1e-6, 1e-5])
+    truth = paper004_params("gros").with_theta([0.0, 1e-5, 1e-6, 1e-5])
     rows = synthetic("basic_linear", [36, 72], truth, ppn=18, noise=0.05, seed=4)
-    fit = M.fit_taulop(rows, truth, nodes=18)
+    fit = fit_taulop(rows, truth, nodes=18)
     assert np.all(fit.theta_ >= 0)
 
 
 def test_fit_rejects_an_algorithm_the_paper_does_not_model():
     with pytest.raises(InputError) as error:
-        M.fit_taulop([("knomial", 8, MS, 1e-3)], params(), nodes=4)
+        fit_taulop([("knomial", 8, MS, 1e-3)], params(), nodes=4)
     assert error.value.where == "algorithm"
 
 
@@ -384,7 +387,7 @@ def test_params_round_trip_through_a_plain_table():
         table = p.to_dict()
         assert all(isinstance(v, (int, float, str, list)) for v in table.values())
         assert Paper004Params.from_dict(table) == p
-        assert Paper004Params.from_dict({M.SECTION: table}) == p
+        assert Paper004Params.from_dict({SECTION: table}) == p
 
 
 @pytest.mark.parametrize("change, where", [
@@ -404,7 +407,7 @@ def test_bad_values_are_located(change, where):
     table = {**params().to_dict(), **change}
     with pytest.raises(InputError) as error:
         Paper004Params.from_dict(table)
-    assert error.value.where == f"{M.SECTION}.{where}"
+    assert error.value.where == f"{SECTION}.{where}"
 
 
 def test_missing_keys_are_located():
@@ -412,7 +415,7 @@ def test_missing_keys_are_located():
     del table["gamma1"]
     with pytest.raises(InputError) as error:
         Paper004Params.from_dict(table)
-    assert error.value.where == f"{M.SECTION}.gamma1"
+    assert error.value.where == f"{SECTION}.gamma1"
 
 
 def test_placement_needs_a_node_for_every_rank():
@@ -437,5 +440,6 @@ def test_one_rank_runs_no_stage():
 
 def test_registry_names_are_open_mpis():
     assert set(M.MODELLED) == set(M.OMPI_BCAST_IDS) == set(M.EQUATIONS)
+    assert tuple(M.MODELLED) == BCAST_ALGORITHMS  # what Paper004Params.algorithms accepts, in the same order
     assert M.OMPI_BCAST_IDS == {"basic_linear": 1, "chain": 2, "pipeline": 3, "split_binary_tree": 4,
                                 "binary_tree": 5, "binomial": 6}

@@ -8,7 +8,7 @@ the in-order time plus gamma n^2:
 
     T_reversed(n) = a T_in_order(n) + gamma n^2,   a, gamma >= 0
 
-fitted with :func:`commcost.calibration.fit_p2p.fit_linear_law` (Huber loss
+fitted with :func:`commcost.calibration.robust_fit.fit_linear_law` (Huber loss
 on relative residuals, 95 % intervals); ``a`` (about 1) absorbs a common
 drift between the two runs. Paper 001 measured gamma = 8.4e-9 s on Blue
 Waters (eq. 4) as an upper bound; Open MPI matches posted receives per
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from commcost.calibration.fit_p2p import LinearLawFit, fit_linear_law
+from commcost.calibration.robust_fit import LinearLawFit, fit_linear_law
 from commcost.errors import InputError
 
 PAPER001_GAMMA_S = 8.4e-9  # eq. 4, Blue Waters

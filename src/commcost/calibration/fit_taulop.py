@@ -18,7 +18,7 @@ Steps of :func:`fit_taulop_channel`:
 1. **Cell location**: the measurements of each (m, tau) cell are reduced to
    one robust time, the Huber location of their logarithms (a robust
    geometric mean; same loss, f_scale rule and sandwich interval as
-   :mod:`commcost.calibration.fit_p2p`). Paper 004 section 5.2 fits with
+   :mod:`commcost.calibration.robust_fit`). Paper 004 section 5.2 fits with
    Huber's regressor for the same reason: a few disturbed repetitions must
    not move the value.
 2. **Overhead o(m)**: from a measured overhead if given (``overhead_s``:
@@ -59,7 +59,8 @@ from typing import Any
 
 import numpy as np
 
-from commcost.calibration.fit_p2p import fit_hockney, fit_linear_law, proportional_error
+from commcost.calibration.fit_p2p import fit_hockney
+from commcost.calibration.robust_fit import ProportionalErrors, fit_linear_law, proportional_error
 from commcost.errors import InputError
 from commcost.models.taulop.params import TauLopChannel
 from commcost.models.taulop.repair import nondecreasing
@@ -77,7 +78,7 @@ def _location(values: np.ndarray, loss: str) -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True, eq=False)
-class TauLopFit:
+class TauLopFit(ProportionalErrors):
     """A fitted tau-Lop channel table and how it was obtained.
 
     ``channel`` passes :meth:`TauLopChannel.violations` (no violation).
@@ -142,14 +143,6 @@ class TauLopFit:
     @property
     def mu(self) -> np.ndarray:
         return proportional_error(self.measured_s, self.predicted_s(self.nbytes, self.tau))
-
-    @property
-    def mu_mean(self) -> float:
-        return float(np.mean(self.mu))
-
-    @property
-    def mu_max(self) -> float:
-        return float(np.max(self.mu))
 
     def report(self) -> dict[str, Any]:
         rel = np.abs(self.moved_rel)

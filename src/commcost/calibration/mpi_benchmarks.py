@@ -1,11 +1,10 @@
 """Benchmarks run under an MPI launcher (mpirun, mpiexec, srun); the only module that imports mpi4py.
 
 Every function takes a communicator, returns plain data and never prints.
-Good practice (issue 4, paper 004 section 5): a warm-up, a barrier before
-each point, timing at the root with ``MPI.Wtime``, and repetitions until the
-95% confidence half-width of the mean (t-distribution) is within
-``target_ci_rel`` of the mean, or the point's time budget runs out (then
-``converged`` is 0); the loop is :func:`_adaptive`.
+Each times its samples at the root with ``MPI.Wtime`` and repeats them by
+the rule of :func:`commcost.calibration.repetitions.adaptive_repetitions`
+(a warm-up, barriers, until the mean's 95% confidence interval is narrow
+enough or the point's time budget is spent).
 
 * :func:`pingpong`: one-way time between ranks 0 and 1 (Hockney, LogGP);
 * :func:`ring_tau`: tau concurrent transmissions around a ring, paper 000
@@ -29,15 +28,13 @@ each point, timing at the root with ``MPI.Wtime``, and repetitions until the
 
 from __future__ import annotations
 
-import math
-import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
-from scipy import stats
 
 from commcost.calibration.plan import TIMED_COLLECTIVES
+from commcost.calibration.repetitions import adaptive_repetitions
 
 TAG = 17
 
@@ -58,79 +55,6 @@ def library_version() -> str:
     return text.splitlines()[0].strip() if text else ""
 
 
-def ci95_rel(samples: np.ndarray) -> float:
-    """Half-width of the 95% confidence interval of the mean, relative to the mean (inf if unknown)."""
-    n = len(samples)
-    if n < 2:
-        return math.inf
-    mean = float(np.mean(samples))
-    if mean <= 0:
-        return math.inf
-    half = float(stats.t.ppf(0.975, n - 1)) * float(np.std(samples, ddof=1)) / math.sqrt(n)
-    return half / mean
-
-
-def summarize(samples: np.ndarray, target_ci_rel: float) -> dict[str, Any]:
-    """Mean, median, min, max, std (ddof 1), reps, ci95_rel and converged of timing samples (s)."""
-    ci = ci95_rel(samples)
-    return {
-        "mean": float(np.mean(samples)),
-        "median": float(np.median(samples)),
-        "min": float(np.min(samples)),
-        "max": float(np.max(samples)),
-        "std": float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0,
-        "reps": int(len(samples)),
-        "ci95_rel": ci if math.isfinite(ci) else None,
-        "converged": bool(ci <= target_ci_rel),
-    }
-
-
-def _adaptive(comm: Any, batch_fn: Callable[[int, list[float] | None], None], *, min_reps: int,
-              max_reps: int, time_budget_s: float, target_ci_rel: float, warmup: int) -> dict[str, Any] | None:
-    """Repeat ``batch_fn`` until the mean is precise enough or the point's budget is spent; stats at rank 0.
-
-    ``batch_fn(count, out)`` runs ``count`` samples on every rank; rank 0
-    appends each sample's seconds to ``out`` (None during the warm-up).
-    Protocol (issue 4; paper 004 section 6, the MPIBlib rule): a warm-up, a
-    barrier, then batches of about 10 ms; after each batch rank 0 decides
-    whether to go on (fewer than ``min_reps`` samples, or the 95% confidence
-    half-width above ``target_ci_rel`` of the mean while under
-    ``time_budget_s`` and ``max_reps``) and broadcasts the decision.
-    """
-    rank = comm.Get_rank()
-    comm.Barrier()
-    batch_fn(warmup, None)
-    comm.Barrier()
-    samples: list[float] = []
-    start = time.perf_counter()
-    batch = max(1, min(min_reps, 10))
-    while True:
-        batch_fn(batch, samples if rank == 0 else None)
-        go_on = False
-        if rank == 0:
-            n = len(samples)
-            elapsed = time.perf_counter() - start
-            if n < min_reps:
-                go_on = True
-            elif n < max_reps and elapsed < time_budget_s:
-                go_on = ci95_rel(np.asarray(samples)) > target_ci_rel
-            if go_on:  # batches of about 10 ms, within the reps and time left
-                mean = float(np.mean(samples)) or 1e-9
-                batch = int(min(max(1, 0.01 / mean), 10_000, max(1, max_reps - n)))
-                if n >= min_reps:
-                    left = (time_budget_s - elapsed) / mean
-                    batch = int(max(1, min(batch, left)))
-                else:
-                    batch = int(max(1, min(batch, min_reps - n + 5)))
-        go_on, batch = comm.bcast((go_on, batch), root=0)
-        if not go_on:
-            break
-    comm.Barrier()
-    if rank != 0:
-        return None
-    return summarize(np.asarray(samples), target_ci_rel)
-
-
 def _buffer(nbytes: int) -> np.ndarray:
     return np.zeros(max(int(nbytes), 1), dtype=np.uint8)[:int(nbytes)]
 
@@ -144,8 +68,9 @@ def pingpong(comm: Any, nbytes: int, *, min_reps: int = 20, max_reps: int = 100_
 
     A sample is one round trip of ``nbytes`` divided by 2, timed at rank 0:
     the one-way time T(m) that Hockney's alpha + beta m models. Repetition
-    rule: :func:`_adaptive`. Returns the statistics at rank 0 (see
-    :func:`summarize`), None elsewhere.
+    rule: :func:`~commcost.calibration.repetitions.adaptive_repetitions`.
+    Returns the statistics at rank 0 (see
+    :func:`~commcost.calibration.repetitions.summarize`), None elsewhere.
     """
     if comm.Get_size() < 2:
         raise ValueError("ping-pong needs at least 2 ranks")
@@ -167,8 +92,8 @@ def pingpong(comm: Any, nbytes: int, *, min_reps: int = 20, max_reps: int = 100_
                 comm.Recv(msg, source=peer, tag=TAG)
                 comm.Send(msg, dest=peer, tag=TAG)
 
-    return _adaptive(comm, round_trips, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, round_trips, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 def ring_tau(comm: Any, nbytes: int, tau: int, *, min_reps: int = 20, max_reps: int = 100_000,
@@ -212,8 +137,8 @@ def ring_tau(comm: Any, nbytes: int, tau: int, *, min_reps: int = 20, max_reps: 
             if out is not None:
                 out.append((t1 - t0) / 2)
 
-    return _adaptive(comm, rounds, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, rounds, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 def high_volume_pingpong(comm: Any, nbytes: int, count: int, *, reverse: bool = False, min_reps: int = 20,
@@ -259,8 +184,8 @@ def high_volume_pingpong(comm: Any, nbytes: int, count: int, *, reverse: bool = 
             if out is not None:
                 out.append((t1 - t0) / 2)
 
-    return _adaptive(comm, round_trips, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, round_trips, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 def crossing(comm: Any, nbytes: int, pairs: int, *, min_reps: int = 20, max_reps: int = 100_000,
@@ -295,8 +220,8 @@ def crossing(comm: Any, nbytes: int, pairs: int, *, min_reps: int = 20, max_reps
             if out is not None:
                 out.append((t1 - t0) / 2)
 
-    return _adaptive(comm, rounds, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, rounds, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 # ---------------------------------------------------------------- paper 004's experiments
@@ -330,8 +255,8 @@ def nbft(comm: Any, nprocs: int, nbytes: int, *, min_reps: int = 20, max_reps: i
             if out is not None:
                 out.append(t1 - t0)
 
-    return _adaptive(comm, calls, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, calls, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 def bcast_gather(comm: Any, nbytes: int, segsize: int, *, min_reps: int = 10, max_reps: int = 100_000,
@@ -366,8 +291,8 @@ def bcast_gather(comm: Any, nbytes: int, segsize: int, *, min_reps: int = 10, ma
             if out is not None:
                 out.append(t1 - t0)
 
-    return _adaptive(comm, experiments, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, experiments, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 # ---------------------------------------------------------------- computation and whole collectives
@@ -388,7 +313,7 @@ def reduce_local(comm: Any, op: str, dtype: str, nbytes: int, *, min_reps: int =
     ``op.Reduce_local(inbuf, inoutbuf)`` (inoutbuf = inbuf op inoutbuf) of
     ``nbytes // itemsize`` elements (0 elements: the call's overhead alone), timed with ``MPI.Wtime`` on rank 0;
     the other ranks (if any) only take part in the repetition rule
-    (:func:`_adaptive`). Buffers are set once (ones, so SUM and PROD stay
+    (:func:`~commcost.calibration.repetitions.adaptive_repetitions`). Buffers are set once (ones, so SUM and PROD stay
     finite and MAX/MIN compare real values). Statistics at rank 0.
     """
     if op not in REDUCTION_OPS or dtype not in REDUCTION_TYPES:
@@ -411,8 +336,8 @@ def reduce_local(comm: Any, op: str, dtype: str, nbytes: int, *, min_reps: int =
             if out is not None:
                 out.append(t1 - t0)
 
-    return _adaptive(comm, reductions, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, reductions, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 COLLECTIVES = TIMED_COLLECTIVES
@@ -481,8 +406,8 @@ def collective(comm: Any, name: str, nbytes: int, *, min_reps: int = 10, max_rep
             if out is not None:
                 out.append(t1 - t0)
 
-    return _adaptive(comm, samples, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
-                     target_ci_rel=target_ci_rel, warmup=warmup)
+    return adaptive_repetitions(comm, samples, min_reps=min_reps, max_reps=max_reps, time_budget_s=time_budget_s,
+                                target_ci_rel=target_ci_rel, warmup=warmup)
 
 
 # ---------------------------------------------------------------- paper 002's experiment

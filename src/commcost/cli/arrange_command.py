@@ -176,6 +176,8 @@ def _arrange(args: argparse.Namespace) -> int:
     halo = dims(args.halo, 2, "--halo")
     if args.ppn < 1 or args.value_bytes < 1:
         raise InputError("expected --ppn and --value-bytes >= 1", where="--ppn" if args.ppn < 1 else "--value-bytes")
+    if args.model and args.params is None:
+        raise InputError("prices with a model of --params FILE; expected --params with it", where="--model")
 
     def volumes(r: int, c: int) -> tuple[float, float]:
         return arr.mpdata_volumes(domain, halo, r, c, args.value_bytes)

@@ -353,7 +353,7 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         quality[model] = {f.channel: _quality(f.report, f.npoints) for f in fits[model]}
     if "bcast" in benchmarks or "nbft" in benchmarks:
         from commcost.closedform.ompi_bcast_calibration import calibrate_paper004
-        from commcost.closedform.ompi_bcast_model import SECTION
+        from commcost.closedform.ompi_bcast_params import SECTION
 
         try:
             params, _, report = calibrate_paper004(columns)

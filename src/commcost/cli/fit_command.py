@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commcost.cli.options import PAPER004
+from commcost.cli.options import PAPER004, collectives
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
@@ -36,9 +36,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--statistic", default="median", choices=["median", "mean"],
                    help="per-point time to fit: the median over repetitions (robust, default; the mean where "
                         "a row has no median) or the mean")
-    p.add_argument("--shm-channel", default="shm",
-                   help="ompi_bcast_model: the shared-memory channel's name (c = 0)")
-    p.add_argument("--network-channel", default="tcp", help="ompi_bcast_model: the network channel's name (c = 1)")
+    p.add_argument("--shm-channel", help="ompi_bcast_model: the shared-memory channel's name (c = 0; default shm)")
+    p.add_argument("--network-channel",
+                   help="ompi_bcast_model: the network channel's name (c = 1; default tcp)")
     p.add_argument("--from-collectives", action="store_true",
                    help="fit to measured times of forced collective algorithms (OSU sweeps, commcost import "
                         "coltune) by pricing each algorithm's schedule: inverse calibration (hockney)")
@@ -54,6 +54,7 @@ def _fit(args: argparse.Namespace) -> int:
     from commcost.io.measurements import fit_times, measurement_columns, read_measurements
     from commcost.io.params_file import write_params
 
+    _check_mode_options(args)
     transfers = {}
     for item in args.transfers:
         name, _, k = item.partition("=")
@@ -162,11 +163,12 @@ def _fit_maxrate(args: argparse.Namespace, columns) -> int:
 def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
     """Paper 004: gamma and Q from NBFT rows (eq. 14-15), o and L per algorithm from bcast+gather rows (eq. 16-19)."""
     from commcost.closedform.ompi_bcast_calibration import calibrate_paper004
-    from commcost.closedform.ompi_bcast_model import SECTION
+    from commcost.closedform.ompi_bcast_params import SECTION
     from commcost.io.params_file import write_params
 
     try:
-        params, fits, report = calibrate_paper004(columns, shm=args.shm_channel, network=args.network_channel)
+        params, fits, report = calibrate_paper004(columns, shm=args.shm_channel or "shm",
+                                                  network=args.network_channel or "tcp")
     except InputError as exc:
         raise exc.located(source=str(args.measurements)) from None
     meta = {
@@ -247,6 +249,30 @@ def collective_fit_sections(fit) -> dict:
         return {"taulop": {"beyond_m": "slope", **taulop_tables(theta, names, fit.tau_max, sizes)},
                 "algorithm_fit": fits}
     return {fit.model: fit.params, "algorithm_fit": fits}
+
+
+def _check_mode_options(args: argparse.Namespace) -> None:
+    """Refuse an option of another kind of fit (it would be ignored) and an empty or impossible value."""
+    only = {"--collectives": (args.collectives, args.from_collectives, "--from-collectives"),
+            "--max-procs": (args.max_procs, args.from_collectives, "--from-collectives"),
+            "--platform": (args.platform, args.from_collectives or args.model == "maxrate",
+                           "--from-collectives or --model maxrate"),
+            "--shm-channel": (args.shm_channel, args.model == OMPI_BCAST, f"--model {OMPI_BCAST}"),
+            "--network-channel": (args.network_channel, args.model == OMPI_BCAST, f"--model {OMPI_BCAST}")}
+    for flag, (value, applies, mode) in only.items():
+        if value is not None and not applies:
+            raise InputError(f"applies only with {mode}; this fit would ignore it", where=flag)
+    for flag, value in (("--shm-channel", args.shm_channel), ("--network-channel", args.network_channel)):
+        if value is not None and not value.strip():
+            raise InputError("expected a channel's name, got an empty one", where=flag)
+    if args.max_procs is not None and args.max_procs < 2:
+        raise InputError(f"expected --max-procs >= 2 (a collective's ranks), got {args.max_procs}", where="--max-procs")
+    if args.collectives is not None:
+        chosen = [c.strip() for c in args.collectives.split(",") if c.strip()]
+        known = [c.value for c in collectives()]
+        if not chosen or any(c not in known for c in chosen):
+            raise InputError(f"expected a comma list of {', '.join(known)}, got {args.collectives!r}",
+                             where="--collectives")
 
 
 def _fit_from_collectives(args: argparse.Namespace, rows) -> int:

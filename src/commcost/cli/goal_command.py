@@ -43,8 +43,8 @@ def _export_goal(args: argparse.Namespace) -> int:
                 raise InputError(f"--{flag} goes with --collective, not --schedule", where=f"--{flag}")
     schedule = load_schedule(args.schedule) if args.schedule else collective_schedule(args)[1]
     rate = args.reduce_time_per_byte
-    if rate is not None and not rate >= 0:
-        raise InputError(f"expected a time per byte >= 0, got {rate}", where="--reduce-time-per-byte")
+    if rate is not None and not 0 <= rate < float("inf"):
+        raise InputError(f"expected a finite time per byte >= 0, got {rate}", where="--reduce-time-per-byte")
     try:
         lines = list(goal_lines(schedule, rate))  # every check done before anything is written
     except InputError as exc:

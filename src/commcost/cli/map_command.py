@@ -37,7 +37,7 @@ import math
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options
-from commcost.cli.options import model_from
+from commcost.cli.options import model_from, seconds_budget
 from commcost.cli.registry import OutputFormat, command
 from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
@@ -66,7 +66,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="start placement: sequential, round-robin, random:SEED, graph (METIS), file:PATH, "
                         "heuristic (mpdata, with --bandwidths), partition (summa, wave2d) (repeatable; default "
                         "sequential, round-robin, graph and the kernel's own)")
-    p.add_argument("--time-limit", type=float, default=10.0, help="seconds of local search per start (default 10)")
+    p.add_argument("--time-limit", type=seconds_budget, default=10.0,
+                   help="seconds of local search per start (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search's random order (default 0)")
     p.add_argument("--out", type=Path, help="write rankfiles, node files and map.json here")
     p.add_argument("--measure", action="store_true",
@@ -259,8 +260,8 @@ def _map(args: argparse.Namespace) -> int:
     params = load_params(args.params, strict=strictness(args))
     if args.model not in MODELS:
         raise InputError(f"expected one of {sorted(MODELS)}, got {args.model!r}", where="--model")
-    if args.time_limit <= 0:
-        raise InputError(f"expected --time-limit > 0, got {args.time_limit}", where="--time-limit")
+    if args.seed < 0:
+        raise InputError(f"expected --seed >= 0, got {args.seed}", where="--seed")
     for flag, value in (("--ppn", args.ppn), ("--nodes", args.nodes)):
         if value is not None and value < 1:
             raise InputError(f"expected {flag} >= 1, got {value}", where=flag)

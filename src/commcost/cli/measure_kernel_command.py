@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
-from commcost.cli.options import (add_format_option, add_strict_option, print_json, progress_stream, strictness,
-                                  wants_json)
+from commcost.cli.options import (add_format_option, add_strict_option, print_json, progress_stream,
+                                  seconds_budget, strictness, wants_json)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -43,8 +43,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("kernel-measurements"), help="output folder")
     p.add_argument("--png", type=Path, help="plot file (default OUT/measured_vs_predicted.png)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per MPI run (default 300)")
+    p.add_argument("--timeout", type=seconds_budget, default=300.0, help="seconds per MPI run (default 300)")
     add_format_option(p, "the measured and predicted times of every run (results.json)")
+
+
+MAX_LOCAL_RANKS = 1024  # --procs runs on this machine: more ranks than this is a typo, not a laptop's run
 
 
 def _proc_range(text: str) -> list[int]:
@@ -55,6 +58,8 @@ def _proc_range(text: str) -> list[int]:
         a = b = 0
     if not 2 <= a <= b:
         raise InputError(f"expected P or A..B with 2 <= A <= B, got {text!r}", where="--procs")
+    if b > MAX_LOCAL_RANKS:
+        raise InputError(f"runs on this machine take at most {MAX_LOCAL_RANKS} ranks, got {text!r}", where="--procs")
     return list(range(a, b + 1))
 
 
@@ -66,7 +71,11 @@ def configurations(args: argparse.Namespace) -> list[tuple[str, Path]]:
     if args.partition:
         return [(path.stem, path) for path in args.partition]
     out = []
-    for p in _proc_range(args.procs):
+    procs = _proc_range(args.procs)
+    if args.n < 1 or procs[-1] > args.n * args.n:
+        raise InputError(f"N = {args.n} blocks per side holds at most {max(args.n, 0) ** 2} processes of one block "
+                         f"each; --procs asks for {procs[-1]}", where="--n")
+    for p in procs:
         path = args.out / f"partition_p{p}_n{args.n}.txt"
         try:
             part = column_partition(list(range(1, p + 1)), args.n, ["localhost"] * p, args.kb)
@@ -146,8 +155,9 @@ def _measure_kernel(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with progress_stream(args):  # with --format json the lines go to standard error
         runs = []
+        configured = configurations(args)  # every partition checked and written before the first run
         for network in args.network or ["shm"]:
-            for label, path in configurations(args):
+            for label, path in configured:
                 part = read_partition(path)
                 if part.nprocs < 2:
                     raise InputError("expected a partition of at least 2 processes", source=str(path))

@@ -32,7 +32,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from commcost.cli.options import add_format_option, add_strict_option, progress_stream
+from commcost.cli.options import add_format_option, add_strict_option, progress_stream, seconds_budget
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -59,7 +59,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("pattern-measurements"), help="output folder")
     p.add_argument("--png", type=Path, help="plot file (default OUT/measured_vs_predicted.png)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per MPI run (default 300)")
+    p.add_argument("--timeout", type=seconds_budget, default=300.0, help="seconds per MPI run (default 300)")
     add_format_option(p, "the measured and predicted times of every run (results.json)")
 
 
@@ -122,15 +122,22 @@ def predict(schedule, platform, mapping, params, models: list[str], order: str) 
                             "(paper 001)", _configure)
 def _measure_pattern(args: argparse.Namespace) -> int:
     from commcost.cli.mpi_launch import find_mpirun
-    from commcost.cli.measure_kernel_command import params_and_models, report_runs
+    from commcost.cli.measure_kernel_command import MAX_LOCAL_RANKS, params_and_models, report_runs
     from commcost.cli.mpi_launch import run_rank_program
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.report.kernel_validation import KernelRun
 
     if args.procs < 2:
         raise InputError(f"expected --procs >= 2, got {args.procs}", where="--procs")
+    if args.launcher is None and args.procs > MAX_LOCAL_RANKS:
+        raise InputError(f"runs on this machine take at most {MAX_LOCAL_RANKS} ranks (a cluster's: --launcher), "
+                         f"got {args.procs}", where="--procs")
     if args.repeat < 1:
         raise InputError(f"expected --repeat >= 1, got {args.repeat}", where="--repeat")
+    if args.value_bytes < 1:
+        raise InputError(f"expected --value-bytes >= 1, got {args.value_bytes}", where="--value-bytes")
+    if args.ppn is not None and args.platform is None:
+        raise InputError("places ranks on --platform's nodes; expected --platform with it", where="--ppn")
     params, models = params_and_models(args)
     levels = pattern_levels(read_matrix(args.matrix), args.pattern, args.procs, args.partition, args.amg_levels,
                             args.value_bytes)

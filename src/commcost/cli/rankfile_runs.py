@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from commcost.cli.options import seconds_budget
 from commcost.errors import InputError
 
 
@@ -35,7 +36,8 @@ def add_launch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launcher", help="with --measure: the mpirun line to place ranks with (no program; "
                                       "default the embedded mpirun on this machine, -np P)")
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
-    p.add_argument("--timeout", type=float, default=300.0, help="with --measure: seconds per MPI run (default 300)")
+    p.add_argument("--timeout", type=seconds_budget, default=300.0,
+                   help="with --measure: seconds per MPI run (default 300)")
 
 
 def safe_rankfile_name(rankfile: Path) -> str:

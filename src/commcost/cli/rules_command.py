@@ -92,6 +92,10 @@ def _label(rule, collective) -> str:
 def _diff(args: argparse.Namespace) -> int:
     from commcost.io.ompi_rules_read import read_ompi_rules
 
+    if args.ppn is not None and args.ppn < 1:
+        raise InputError(f"expected --ppn >= 1, got {args.ppn}", where="--ppn")
+    if args.collective is not None and not args.collective.strip():
+        raise InputError("expected a collective's name (bcast, allreduce, ...), got an empty one", where="--collective")
     rules_a, rules_b = read_ompi_rules(args.a), read_ompi_rules(args.b)
     names = sorted(set(rules_a.collectives) | set(rules_b.collectives))
     if args.collective:

@@ -12,7 +12,7 @@ form: ``benchmark, channel, nprocs, nbytes, segsize, algorithm, time_s_mean``
 * :func:`fit_bcast_algorithms` reads broadcast + flat gather rows (benchmark
   ``bcast_gather``, collective ``bcast``, the algorithm's Open MPI name) and
   fits o^0, o^1, L^0, L^1 >= 0 per algorithm with the Huber loss, gamma and
-  Q held known (eq. 16-19, :func:`commcost.closedform.ompi_bcast_model.fit_design`),
+  Q held known (eq. 16-19, :func:`commcost.closedform.ompi_bcast_fit.fit_design`),
   on relative residuals (each equation divided by its measured time).
   Rows measured on the shared-memory channel place every rank on one node;
   rows on the network channel (on one machine: TCP over loopback) place
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from commcost.closedform.ompi_bcast_model import (
-    DEFAULT_SEGSIZE, MODELLED, FitLoss, Paper004Params, experiment_coefficients, fit_design,
-)
+from commcost.closedform.ompi_bcast_fit import FitLoss, experiment_coefficients, fit_design
+from commcost.closedform.ompi_bcast_model import MODELLED
+from commcost.closedform.ompi_bcast_params import DEFAULT_SEGSIZE, Paper004Params
 from commcost.errors import InputError
 
 NBFT = "nbft"
@@ -128,7 +128,7 @@ def _design(columns: dict[str, np.ndarray], name: str, base: Paper004Params, shm
 def _fit_relative(design: np.ndarray, times: np.ndarray, base: Paper004Params, loss: FitLoss):
     """Eq. 19 on relative residuals: rows and times divided by the measured time, so that every
     experiment weighs alike whatever its size (times span decades; noise is a fraction of the time,
-    as in :mod:`commcost.calibration.fit_p2p`)."""
+    as in :mod:`commcost.calibration.robust_fit`)."""
     return fit_design(design / times[:, None], np.ones_like(times), base, loss=loss)
 
 

@@ -2,6 +2,7 @@
 
 from commcost.collectives import (  # noqa: F401  (imported for their registrations)
     allgather,
+    allreduce,
     alltoall,
     mpich_bcast,
     ompi_bcast,

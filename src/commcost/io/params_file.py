@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commcost.closedform import ompi_bcast_model
+from commcost.closedform import ompi_bcast_params
 from commcost.errors import InputError, InputWarning
 from commcost.io.gamma_table import reduction_from_file
 from commcost.io.taulop_table import read_taulop_table
@@ -101,9 +101,9 @@ def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
     sections: dict[str, Any] = {}
     found: list[str] = []  # warnings on tables loaded as measured
     for name, body in data.items():
-        if name not in MODELS and name not in (ompi_bcast_model.SECTION, "reduction", ALGORITHM_FIT):
+        if name not in MODELS and name not in (ompi_bcast_params.SECTION, "reduction", ALGORITHM_FIT):
             raise InputError(f"unknown section [{name}]; expected meta, reduction, {ALGORITHM_FIT} or one of "
-                             f"{sorted([*MODELS, ompi_bcast_model.SECTION])}", source=source, where=name)
+                             f"{sorted([*MODELS, ompi_bcast_params.SECTION])}", source=source, where=name)
         if not isinstance(body, dict):
             raise InputError("expected a table of parameters", source=source, where=name)
         try:
@@ -116,8 +116,8 @@ def load_params(path: str | Path, strict: bool | None = None) -> ParamSet:
                     op, table, Path(path).parent, strict_gamma, found))
             elif name == ALGORITHM_FIT:
                 sections[name] = algorithm_fits(body)
-            elif name == ompi_bcast_model.SECTION:
-                sections[name] = ompi_bcast_model.Paper004Params.from_dict(body)
+            elif name == ompi_bcast_params.SECTION:
+                sections[name] = ompi_bcast_params.Paper004Params.from_dict(body)
             else:
                 sections[name] = MODELS[name].PARAMS.from_dict(body)
         except InputError as exc:

@@ -22,6 +22,7 @@ from commcost.errors import InputError
 from commcost.io.text_lines import data_lines
 from commcost.partition.processes import CPU, GPU, Process
 
+MAX_PROCESSES = 10_000_000  # a layout past this is a typo; models price 1,000,000-rank collectives
 _KIND = re.compile(r"^(?:cpu:(\d+)|gpu)$")
 
 
@@ -40,6 +41,9 @@ def read_process_layout(path: str | Path) -> list[Process]:
         count = fields[2] if len(fields) == 3 else "1"
         if not count.isdigit() or int(count) < 1:
             raise InputError(f"field 'count': expected an integer >= 1, got {count!r}", source=source, where=where)
+        if len(processes) + int(count) > MAX_PROCESSES:
+            raise InputError(f"field 'count': a layout holds at most {MAX_PROCESSES:,} processes, this line brings "
+                             f"it to {len(processes) + int(count):,}", source=source, where=where)
         proc = Process(fields[0], CPU, int(match.group(1))) if match.group(1) else Process(fields[0], GPU)
         processes.extend([proc] * int(count))
     if not processes:

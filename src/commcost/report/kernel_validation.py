@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from commcost.calibration.fit_p2p import proportional_error
+from commcost.calibration.robust_fit import proportional_error
 from commcost.report.palette import MARKERS, style
 from commcost.units import format_seconds
 

@@ -1,0 +1,394 @@
+"""The compiled kernels of the tau-Lop dependency engine: the event loop and the law evaluation it calls.
+
+:mod:`.dependency_engine` prepares a schedule (domains, successors, laws as
+arrays) and calls :func:`event_loop`, which prices it under paper 000's
+rules (section 3) as that module's docstring states them: a transmission
+is released once what it waits for has completed, released transmissions
+sharing a contention domain progress together (A2: a piece of delta bytes
+at concurrency tau lasts tau||T^c(delta) - tau||T^c(0), the fixed cost
+tau||T^c(0) paid once when a transmission ends, cut pro rata when a
+transmission joins), and domains do not interfere (A3).
+
+Everything here is compiled (:mod:`commcost.jit`; numba caches it on disk,
+per module and function): an indexed heap of the running pieces' ends (one
+entry per busy domain, moved in place when a join or an end changes the
+piece, so no stale events: ``_dom_*``), a heap of future releases (the
+heap of :mod:`commcost.models.dependency_timeline`), one heap of finishing
+marks per domain (``_mark_*``) and a table of T^c(0, tau) (``_fixed_table``);
+O(E log E). Each channel's law is passed as flat arrays
+(:class:`.dependency_engine.LawArrays`, the compiled grids of
+:class:`~.params.TransmissionLaw`) and evaluated by :func:`law_time` as
+``TransmissionLaw.time`` does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commcost.jit import njit
+from commcost.models.dependency_timeline import _heap_pop, _heap_push
+
+FIXED_TABLE_MAX = 4096  # T^c(0, tau) is tabulated up to this tau, computed beyond
+
+
+@njit
+def _inside(xs, a, n, ys, r, x):  # pragma: no cover - compiled
+    """Row r of a piecewise-linear grid (sizes ``xs[a:a + n]``) at x, flat before the first size (x at most
+    the last size)."""
+    if x <= xs[a]:
+        return ys[r, 0]
+    if x >= xs[a + n - 1]:
+        return ys[r, n - 1]
+    lo, hi = 0, n - 1  # xs[a + lo] <= x < xs[a + hi]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if xs[a + mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return ys[r, lo] + (ys[r, hi] - ys[r, lo]) * (x - xs[a + lo]) / (xs[a + hi] - xs[a + lo])
+
+
+@njit
+def _at(xs, a, n, ys, r, slope, period, x):  # pragma: no cover - compiled
+    """Row r of a compiled grid at x: flat before the first size; past the last, along ``slope[r]``, or in
+    whole chunks of ``period[r]`` when it is > 0 (params._at)."""
+    if x > xs[a + n - 1]:
+        chunk = period[r]
+        if chunk > 0.0:
+            chunks = np.floor(x / chunk)
+            rest = x - chunks * chunk
+            value = chunks * ys[r, n - 1]
+            if rest > 0.0:
+                value += _inside(xs, a, n, ys, r, rest)
+            return value
+        return ys[r, n - 1] + slope[r] * (x - xs[a + n - 1])
+    return _inside(xs, a, n, ys, r, x)
+
+
+@njit
+def law_time(xs_all, xs_off, ys, row_off, slope, period, tau_sat, hold, c, nbytes,
+             tau):  # pragma: no cover - compiled
+    """tau || T^c(m) for channel c, as ``TransmissionLaw.time`` (indices into the flat arrays, no views)."""
+    a = xs_off[c]
+    n = xs_off[c + 1] - a
+    base = row_off[c]
+    sat = tau_sat[c]
+    if tau > sat:
+        if hold[c]:
+            tau = sat
+        else:
+            o = _at(xs_all, a, n, ys, base + sat, slope, period, nbytes)
+            s = _at(xs_all, a, n, ys, base + sat + 1, slope, period, nbytes)
+            return o + tau * s
+    return _at(xs_all, a, n, ys, base + tau - 1, slope, period, nbytes)
+
+
+@njit(inline=True)
+def _mark_push(key, ids, off, size, d, mark, j):  # pragma: no cover - compiled
+    """Push (mark, j) on domain d's heap of finishing marks (a region of ``key``/``ids`` from ``off[d]``)."""
+    base = off[d]
+    pos = size[d]
+    key[base + pos] = mark
+    ids[base + pos] = j
+    size[d] = pos + 1
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if key[base + parent] <= key[base + pos]:
+            break
+        key[base + parent], key[base + pos] = key[base + pos], key[base + parent]
+        ids[base + parent], ids[base + pos] = ids[base + pos], ids[base + parent]
+        pos = parent
+
+
+@njit(inline=True)
+def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
+    base = off[d]
+    j = ids[base]
+    n = size[d] - 1
+    size[d] = n
+    key[base] = key[base + n]
+    ids[base] = ids[base + n]
+    pos = 0
+    while True:
+        left = 2 * pos + 1
+        if left >= n:
+            break
+        small = left
+        if left + 1 < n and key[base + left + 1] < key[base + left]:
+            small = left + 1
+        if key[base + pos] <= key[base + small]:
+            break
+        key[base + small], key[base + pos] = key[base + pos], key[base + small]
+        ids[base + small], ids[base + pos] = ids[base + pos], ids[base + small]
+        pos = small
+    return j
+
+
+@njit
+def _fixed_table(top, xs, xs_off, ys, row_off, slope, period, tau_sat, hold):  # pragma: no cover - compiled
+    """T^c(0, tau) for every channel c and tau = 0..top."""
+    nchan = len(xs_off) - 1
+    table = np.zeros((nchan, top + 1))
+    for c in range(nchan):
+        for t in range(1, top + 1):
+            table[c, t] = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, 0.0, t)
+    return table
+
+
+@njit(inline=True)
+def _dom_sift(hk, hd, pos, i):  # pragma: no cover - compiled
+    """Restore the (time, domain) heap around slot i after its key changed (up, then down)."""
+    while i > 0:
+        parent = (i - 1) >> 1
+        if hk[parent] < hk[i] or (hk[parent] == hk[i] and hd[parent] <= hd[i]):
+            break
+        hk[parent], hk[i] = hk[i], hk[parent]
+        hd[parent], hd[i] = hd[i], hd[parent]
+        pos[hd[i]] = i
+        pos[hd[parent]] = parent
+        i = parent
+    size = pos[-1]
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        small = left
+        right = left + 1
+        if right < size and (hk[right] < hk[left] or (hk[right] == hk[left] and hd[right] < hd[left])):
+            small = right
+        if hk[i] < hk[small] or (hk[i] == hk[small] and hd[i] <= hd[small]):
+            break
+        hk[small], hk[i] = hk[i], hk[small]
+        hd[small], hd[i] = hd[i], hd[small]
+        pos[hd[i]] = i
+        pos[hd[small]] = small
+        i = small
+
+
+@njit(inline=True)
+def _dom_set(hk, hd, pos, d, key):  # pragma: no cover - compiled
+    """Domain d's running piece ends at ``key`` (insert, or move its entry). ``pos[-1]`` is the heap size."""
+    i = pos[d]
+    if i < 0:
+        i = pos[-1]
+        pos[-1] = i + 1
+        hd[i] = d
+        pos[d] = i
+    hk[i] = key
+    _dom_sift(hk, hd, pos, i)
+
+
+@njit(inline=True)
+def _dom_remove(hk, hd, pos, d):  # pragma: no cover - compiled
+    """Domain d has no running piece: take its entry out of the heap."""
+    i = pos[d]
+    if i < 0:
+        return
+    last = pos[-1] - 1
+    pos[-1] = last
+    pos[d] = -1
+    if i != last:
+        hk[i] = hk[last]
+        hd[i] = hd[last]
+        pos[hd[i]] = i
+        _dom_sift(hk, hd, pos, i)
+
+
+@njit
+def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, nprocs,
+               xs, xs_off, ys, row_off, slope, period, tau_sat, hold, trace):  # pragma: no cover - compiled
+    """Price one prepared dependency schedule (module docstring): per transmission its compacted domain
+    ``dom``, bytes, sender and receiver, the receiver's reduction time ``service`` and the CSR lists of what it
+    waits for (``after_ptr``) and what waits for it (``succ_ptr``/``succ_idx``); ``chan_of_dom`` each domain's
+    channel; then the :class:`.dependency_engine.LawArrays` fields. Returns (done, end) per transmission and the
+    traced pieces' (domain, tau, nbytes, start, end, cut) arrays, empty unless ``trace``."""
+    n = len(dom)
+    ndom = len(chan_of_dom)
+    done = np.zeros(n)
+    end = np.zeros(n)
+    ready_at = np.zeros(n)
+    pending = np.empty(n, np.int64)
+    for i in range(n):
+        pending[i] = after_ptr[i + 1] - after_ptr[i]
+    # per-domain state of the running piece
+    tau = np.zeros(ndom, np.int64)
+    B0 = np.zeros(ndom)
+    t0 = np.zeros(ndom)
+    dB = np.zeros(ndom)
+    dur = np.zeros(ndom)
+    tend = np.zeros(ndom)
+    fixed = np.zeros(ndom)  # T(0, tau) of the running piece: what each job ending in it pays once
+    # finishing marks, one heap per domain
+    count = np.zeros(ndom, np.int64)
+    for i in range(n):
+        count[dom[i]] += 1
+    off = np.zeros(ndom + 1, np.int64)
+    for d in range(ndom):
+        off[d + 1] = off[d] + count[d]
+    mkey = np.empty(n)
+    mid = np.empty(n, np.int64)
+    msize = np.zeros(ndom, np.int64)
+    # tau in a domain never exceeds its number of transmissions
+    fixed_of = _fixed_table(min(max(count.max(), 1), FIXED_TABLE_MAX), xs, xs_off, ys, row_off, slope, period,
+                            tau_sat, hold)
+    top_tau = fixed_of.shape[1] - 1
+    # events: the running pieces' ends (one entry per busy domain, moved when the piece changes) and
+    # future releases (time, job)
+    hk = np.empty(ndom)
+    hd = np.empty(ndom, np.int64)
+    pos = np.full(ndom + 1, -1, np.int64)
+    pos[-1] = 0
+    rkey = np.empty(n + 1)
+    rid = np.empty(n + 1, np.int64)
+    rsize = 0
+    recv_free = np.zeros(nprocs)
+    ready = np.empty(n, np.int64)  # jobs starting now
+    nready = 0
+    touched = np.zeros(ndom, np.bool_)
+    touched_list = np.empty(ndom, np.int64)
+    ntouched = 0
+    tcap = 3 * n + 4 if trace else 1
+    tr_dom = np.empty(tcap, np.int64)
+    tr_tau = np.empty(tcap, np.int64)
+    tr_bytes = np.empty(tcap)
+    tr_start = np.empty(tcap)
+    tr_end = np.empty(tcap)
+    tr_cut = np.empty(tcap, np.bool_)
+    ntr = 0
+    for i in range(n):
+        if pending[i] == 0:
+            ready[nready] = i
+            nready += 1
+    t = 0.0
+    while True:
+        # start every job released now; settle each domain they join once
+        k = 0
+        while k < nready:
+            j = ready[k]
+            k += 1
+            d = dom[j]
+            if not touched[d]:
+                touched[d] = True
+                touched_list[ntouched] = d
+                ntouched += 1
+                # settle domain d at time t: a cut (pro rata), or its piece ends now too
+                if tau[d] > 0 and t > t0[d]:
+                    if t < tend[d] - 1e-12 * tend[d]:
+                        B = B0[d] + dB[d] * ((t - t0[d]) / dur[d])
+                        if trace:
+                            tr_dom[ntr] = d
+                            tr_tau[ntr] = tau[d]
+                            tr_bytes[ntr] = B - B0[d]
+                            tr_start[ntr] = t0[d]
+                            tr_end[ntr] = t
+                            tr_cut[ntr] = True
+                            ntr += 1
+                        B0[d] = B
+                    else:
+                        if trace:
+                            tr_dom[ntr] = d
+                            tr_tau[ntr] = tau[d]
+                            tr_bytes[ntr] = dB[d]
+                            tr_start[ntr] = t0[d]
+                            tr_end[ntr] = t
+                            tr_cut[ntr] = False
+                            ntr += 1
+                        B0[d] = B0[d] + dB[d]
+                        nready, rsize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, end, done, service,
+                                                dst, src, recv_free, succ_ptr, succ_idx, ready_at, pending, ready,
+                                                nready, rkey, rid, rsize)
+                t0[d] = t
+            mark = B0[d] + nbytes[j]
+            _mark_push(mkey, mid, off, msize, d, mark, j)
+            tau[d] += 1
+        nready = 0
+        for q in range(ntouched):
+            d = touched_list[q]
+            touched[d] = False
+            # start a piece at t from the counter B0[d]
+            t0[d] = t
+            delta = mkey[off[d]] - B0[d]
+            if delta < 0.0:
+                delta = 0.0
+            dB[d] = delta
+            c = chan_of_dom[d]
+            if tau[d] <= top_tau:
+                fixed[d] = fixed_of[c, tau[d]]
+            else:
+                fixed[d] = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, 0.0, tau[d])
+            span = law_time(xs, xs_off, ys, row_off, slope, period, tau_sat, hold, c, delta, tau[d]) - fixed[d]
+            if span < 0.0:
+                span = 0.0
+            dur[d] = span
+            tend[d] = t + span
+            _dom_set(hk, hd, pos, d, tend[d])
+        ntouched = 0
+        # the next event: a piece end (first at equal times, by domain), else every release due then
+        if pos[-1] > 0 and (rsize == 0 or hk[0] <= rkey[0]):
+            d = hd[0]
+            t = hk[0]
+            _dom_remove(hk, hd, pos, d)
+            B = B0[d] + dB[d]
+            if trace:
+                tr_dom[ntr] = d
+                tr_tau[ntr] = tau[d]
+                tr_bytes[ntr] = dB[d]
+                tr_start[ntr] = t0[d]
+                tr_end[ntr] = t
+                tr_cut[ntr] = False
+                ntr += 1
+            nready, rsize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, end, done, service, dst, src,
+                                    recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize)
+            B0[d] = B
+            t0[d] = t
+            if tau[d] > 0:
+                touched[d] = True
+                touched_list[ntouched] = d
+                ntouched += 1
+        elif rsize > 0:
+            t = rkey[0]
+            while rsize > 0 and rkey[0] == t:
+                ready[nready] = rid[0]
+                nready += 1
+                _, _, rsize = _heap_pop(rkey, rid, rsize)
+        else:
+            break
+        # other domains' pieces ending at this same time are taken by the next turns
+    return done, end, tr_dom[:ntr], tr_tau[:ntr], tr_bytes[:ntr], tr_start[:ntr], tr_end[:ntr], tr_cut[:ntr]
+
+
+@njit(inline=True)
+def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free, succ_ptr,
+            succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize):  # pragma: no cover - compiled
+    """Domain d's counter reached B at t: the jobs whose mark it passed have moved their bytes and end
+    ``fixed`` (T(0, tau) at the concurrency they ended in) later; release what waited for them (then, or
+    after a reduction). Returns the new (nready, rsize)."""
+    limit = B + 1e-12 * B + 1e-9
+    t_end = t + fixed
+    while msize[d] > 0 and mkey[off[d]] <= limit:
+        j = _mark_pop(mkey, mid, off, msize, d)
+        end[j] = t_end
+        tau[d] -= 1
+        fin = t_end
+        if service[j] > 0.0:
+            r = dst[j]
+            if recv_free[r] > fin:
+                fin = recv_free[r]
+            fin += service[j]
+            recv_free[r] = fin
+        done[j] = fin
+        for e in range(succ_ptr[j], succ_ptr[j + 1]):
+            w = succ_idx[e]
+            # a wait for an own send sees its end; a wait for a reception sees its reduction too
+            when = fin if dst[j] == src[w] else t_end
+            if when > ready_at[w]:
+                ready_at[w] = when
+            pending[w] -= 1
+            if pending[w] == 0:
+                if ready_at[w] <= t:
+                    ready[nready] = w
+                    nready += 1
+                else:
+                    rsize = _heap_push(rkey, rid, rsize, ready_at[w], w)
+    return nready, rsize
