@@ -34,6 +34,7 @@ def test_bad_or_ambiguous_sizes_are_refused_with_the_reason(text, message):
 
 def test_a_table_unit_prints_every_cell_in_it():
     assert format_seconds(1.25e-5, "us") == "12.50 us"
-    assert format_seconds(1.25e-5, "ms") == "0.01 ms"
+    assert format_seconds(1.25e-5, "ms") == "0.0125 ms"  # below 0.1 of the unit: three digits, never 0.00
+    assert format_seconds(0.0, "ms") == "0.00 ms" and format_seconds(0.25, "s") == "0.25 s"
     assert format_seconds(2.0, "us") == "2000000.00 us"
     assert format_seconds(1.25e-5) == "12.5 us" and format_seconds(2.5e-3) == "2.5 ms"  # no unit: each its own

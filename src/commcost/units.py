@@ -55,8 +55,9 @@ TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}  # --unit: one unit per table (O
 def format_seconds(time_s: float, unit: str | None = None) -> str:
     """Print a time: in ``unit`` (``us``, ``ms`` or ``s``: every cell of a table in the same one, e.g.
     '12.00 us'), or without one in the unit a reader takes in at a glance: 1.2e-5 -> '12 us'."""
-    if unit is not None:
-        return f"{time_s / TIME_UNITS[unit]:.2f} {unit}"
+    if unit is not None:  # two decimals, as OSU prints; below 0.1 of the unit three significant digits, not 0.00
+        value = time_s / TIME_UNITS[unit]
+        return f"{value:.2f} {unit}" if value == 0 or abs(value) >= 0.1 else f"{value:.3g} {unit}"
     magnitude = abs(time_s)
     for name, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if magnitude >= factor:

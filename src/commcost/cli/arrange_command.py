@@ -33,6 +33,7 @@ import json
 import time
 from pathlib import Path
 
+from commcost.cli.options import add_unit_option
 from commcost.cli.registry import OutputFormat, command
 from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
@@ -66,6 +67,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=5, help="with --measure: timed samples (default 5)")
     add_launch_options(p)
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
+    add_unit_option(p, "s")  # paper 002's costs of a time step are seconds
 
 
 def dims(text: str, count: int, where: str) -> tuple[int, ...]:
@@ -239,14 +241,19 @@ def _arrange(args: argparse.Namespace) -> int:
 
 def _print_table(args: argparse.Namespace, out: dict, domain, halo, p: int, level: str, rounds: int,
                  spent: float) -> None:
+    from commcost.units import format_seconds
+
+    def t(seconds: float) -> str:
+        return format_seconds(seconds, args.unit)
+
     print(f"{args.application} on {p} processes of {args.platform} (groups: {level}), domain "
           f"{'x'.join(map(str, domain))}, halo {'x'.join(map(str, halo))}")
     rows = [("initial", out["initial"]), ("heuristic", out["heuristic"])]
     if "exhaustive" in out:
         rows.append(("optimum", out["exhaustive"]))
     for label, a in rows:
-        print(f"  {label:<10} {a['shape'][0]} x {a['shape'][1]}  cost_H {a['cost_h_s']:.6g} s  cost_V "
-              f"{a['cost_v_s']:.6g} s  total {a['cost_s']:.6g} s")
+        print(f"  {label:<10} {a['shape'][0]} x {a['shape'][1]}  cost_H {t(a['cost_h_s'])}  cost_V "
+              f"{t(a['cost_v_s'])}  total {t(a['cost_s'])}")
         for row in a["groups"]:
             print("      " + " ".join(f"{g:<10}" for g in row))
     print(f"  initial / heuristic: {out['ratio']:.2f}x (heuristic: {rounds} rounds, {spent * 1e3:.1f} ms)")
@@ -255,13 +262,13 @@ def _print_table(args: argparse.Namespace, out: dict, domain, halo, p: int, leve
               f"({out['exhaustive']['placements_per_shape']:,} placements per shape, "
               f"{out['exhaustive']['seconds']:.1f} s)")
     for model, times in out.get("models", {}).items():
-        print(f"  {model:<10} one step: " + ", ".join(f"{label} {t:.4g} s" for label, t in times.items())
+        print(f"  {model:<10} one step: " + ", ".join(f"{label} {t(s)}" for label, s in times.items())
               + f"  (initial / heuristic {times['initial'] / times['heuristic']:.2f}x)")
     for line in out.get("disagreements", []):
         print(f"  note: {line}")
     if "measured" in out:
         m = out["measured"]
-        print("  measured one step: " + ", ".join(f"{label} {v['time_s']:.4g} s" for label, v in m["runs"].items())
+        print("  measured one step: " + ", ".join(f"{label} {t(v['time_s'])}" for label, v in m["runs"].items())
               + f"  (initial / heuristic {m['ratio']:.2f}x measured; predicted "
               + ", ".join(f"{k} {v:.2f}x" for k, v in m["predicted_ratio"].items()) + ")")
     for kind, path in out.get("files", {}).items():

@@ -38,7 +38,8 @@ from pathlib import Path
 from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, Run
 from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
                                      find_mpirun, launch_line, run_worker, worker_args)
-from commcost.cli.options import add_format_option, print_json, progress_stream, seconds_budget, wants_json
+from commcost.cli.options import (add_format_option, add_unit_option, print_json, progress_stream, seconds_budget,
+                                  wants_json)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -75,6 +76,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="print the plan (runs, sizes, points, each run's share of the budget) and the exact "
                         "launch lines, then stop: nothing is run or written")
     add_format_option(p, "the files written, the fits' quality (meta), unmeasured channels; or the dry run's plan")
+    add_unit_option(p)
 
 
 def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: tuple[str, ...]) -> list[int]:
@@ -108,7 +110,7 @@ def plan_sizes(channel_budget_s: float) -> list[int]:
     return [ALL_SIZES[i] for i in picks]
 
 
-def _format_point(m) -> str:
+def _format_point(m, unit: str | None = None) -> str:
     from commcost.units import format_nbytes, format_seconds
 
     ci = f"{100 * m.ci95_rel:.1f}%" if m.ci95_rel is not None else "-"
@@ -116,7 +118,7 @@ def _format_point(m) -> str:
     what = (m.collective if m.benchmark == "collective" else m.benchmark) + (
         f" {m.algorithm}" if m.algorithm else "") + (f" P={m.nprocs}" if m.benchmark in (
             "nbft", "bcast_gather", "collective") else "") + (f" tau={m.tau}" if m.tau else "")
-    return (f"{m.channel:<4} {what:<28} {format_nbytes(m.nbytes):>8}  {format_seconds(m.time_s_mean):>11}  "
+    return (f"{m.channel:<4} {what:<28} {format_nbytes(m.nbytes):>8}  {format_seconds(m.time_s_mean, unit):>11}  "
             f"reps {m.reps or 0:>7}  ci95 {ci}{flag}")
 
 
@@ -145,8 +147,9 @@ def _share(runs: list[Run], points: dict, present: set, left_s: float) -> float:
 class _Progress:
     """A rich progress bar on stderr (points done of planned, time left of the budget) and a line per point."""
 
-    def __init__(self, total: int, budget_s: float, started: float, bar: bool, lines: bool) -> None:
+    def __init__(self, total: int, budget_s: float, started: float, bar: bool, lines: bool, unit: str = "us") -> None:
         self.total, self.budget_s, self.started, self.lines = total, budget_s, started, lines
+        self.unit = unit
         self.seen: set = set()
         self.bar = None
         if bar:
@@ -187,7 +190,7 @@ class _Progress:
             elapsed = time.monotonic() - self.started
             if self.lines:
                 left = max(self.budget_s - elapsed, 0.0)
-                print(f"  [{len(self.seen):>3}/{self.total}] {_format_point(m)}   {elapsed:5.1f} s, "
+                print(f"  [{len(self.seen):>3}/{self.total}] {_format_point(m, self.unit)}   {elapsed:5.1f} s, "
                       f"at most {left:.0f} s left", flush=True)
         if self.bar is not None:
             left = max(self.budget_s - (time.monotonic() - self.started), 0.0)
@@ -251,7 +254,7 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
     hard_deadline = started + args.budget - FIT_S - STOP_S
     failed, skipped = [], []
     show = not args.quiet
-    with _Progress(len(planned), args.budget, started, show and sys.stderr.isatty(), show) as progress:
+    with _Progress(len(planned), args.budget, started, show and sys.stderr.isatty(), show, args.unit) as progress:
         def poll() -> None:
             if csv_path.exists():
                 progress.update(read_measurements(csv_path), planned)

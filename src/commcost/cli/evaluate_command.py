@@ -14,7 +14,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.options import add_html_option, add_strict_option, model_from, strictness, write_html
+from commcost.cli.options import add_html_option, add_strict_option, add_unit_option, model_from, strictness, write_html
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -43,6 +43,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-max-procs", type=int, metavar="N", help="train on the rows of at most N ranks")
     p.add_argument("--test-min-procs", type=int, metavar="N", help="score on the points of at least N ranks")
     p.add_argument("--format", default="table", choices=["table", "json"])
+    add_unit_option(p)
     add_html_option(p)
 
 
@@ -260,7 +261,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             label = _label(choice) or "-"
             cells.append(f" {label[:22]:<22} {pen:>+7.1f}%" if pen == pen else f" {label[:22]:<22} {'n/a':>8}")
         print(f"  {s.nprocs:>5} {format_nbytes(s.nbytes):>9}  {s.best.label[:14]:<14} "
-              f"{format_seconds(s.best_time_s):>11}" + " ".join(cells))
+              f"{format_seconds(s.best_time_s, args.unit):>11}" + " ".join(cells))
     print()
     print(render_penalties(totals, "penalty against the measured best (paper 004 Table 3):"))
     return 0

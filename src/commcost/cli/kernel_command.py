@@ -75,7 +75,7 @@ def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> i
     elif args.iteration is not None and args.kernel == "summa":
         print("\n\n".join(render_text(c, schedule.name) for c in costs))
     else:
-        print(render_kernel(schedule, costs))
+        print(render_kernel(schedule, costs, unit=args.unit))
     return 0
 
 
@@ -96,7 +96,7 @@ def _html(args: argparse.Namespace, part, schedule, costs, mapping) -> None:
     page.section("Cost")
     page.table(("model", "total (s)", *(f"{c} (s, phase ends summed)" for c in costs[0].channel_time_s)),
                [[c.model, c.time_s, *c.channel_time_s.values()] for c in costs])
-    page.preformatted(render_kernel(schedule, costs))
+    page.preformatted(render_kernel(schedule, costs, unit=args.unit))
     page.section("Partition")
     kinds = ["gpu" if k == RankKind.GPU else "cpu" for k in mapping.kind]
     page.figure(figure_png(partition_figure(part, kinds=kinds)),

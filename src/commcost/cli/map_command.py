@@ -37,7 +37,7 @@ import math
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options
-from commcost.cli.options import model_from, seconds_budget
+from commcost.cli.options import add_unit_option, model_from, seconds_budget
 from commcost.cli.registry import OutputFormat, command
 from commcost.cli.rankfile_runs import add_launch_options
 from commcost.errors import InputError
@@ -75,6 +75,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=5, help="with --measure: timed runs of the schedule (default 5)")
     add_launch_options(p)
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
+    add_unit_option(p)
     add_collective_options(p)
     k = p.add_argument_group("kernels (with --kernel)")
     k.add_argument("--dims", help="mpdata: R x C process grid (MPI_Cart, row-major ranks; default: the "
@@ -329,7 +330,7 @@ def _map(args: argparse.Namespace) -> int:
     if args.format == OutputFormat.JSON.value:
         print(json.dumps(out, indent=2))
         return 0
-    _print_table(out)
+    _print_table(out, args.unit)
     return 0
 
 
@@ -410,7 +411,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def _print_table(out: dict) -> None:
+def _print_table(out: dict, unit: str) -> None:
     from commcost.units import format_seconds
 
     print(f"{out['schedule']}: {_count(out['ranks'], 'rank')} on {_count(out['nodes_allocated'], 'node')}, at most "
@@ -418,17 +419,18 @@ def _print_table(out: dict) -> None:
     for label, r in out["starts"].items():
         moves = ", ".join(f"{v} {k}" for k, v in r["accepted"].items()) or "no move improved it"
         ended = "local optimum" if r["converged"] else "time limit"
-        print(f"  from {label:<12} {format_seconds(r['start_s']):>11} -> {format_seconds(r['optimized_s']):>11}  "
+        print(f"  from {label:<12} {format_seconds(r['start_s'], unit):>11} -> "
+              f"{format_seconds(r['optimized_s'], unit):>11}  "
               f"({_count(r['evaluations'], 'placement')} priced in {r['seconds']:.2f} s, {ended}; {moves})")
-    print(f"  optimized (from {out['best_start']}): {format_seconds(out['optimized_s'])}, sequential placement "
-          f"{format_seconds(out['sequential_s'])}: {out['gain_vs_sequential']:.2f}x")
+    print(f"  optimized (from {out['best_start']}): {format_seconds(out['optimized_s'], unit)}, sequential placement "
+          f"{format_seconds(out['sequential_s'], unit)}: {out['gain_vs_sequential']:.2f}x")
     for name, t in out["other_models"].items():
         ratio = t["sequential_s"] / t["optimized_s"] if t["optimized_s"] > 0 else 1.0
-        print(f"  under {name:<9} sequential {format_seconds(t['sequential_s'])}, optimized "
-              f"{format_seconds(t['optimized_s'])}: {ratio:.2f}x")
+        print(f"  under {name:<9} sequential {format_seconds(t['sequential_s'], unit)}, optimized "
+              f"{format_seconds(t['optimized_s'], unit)}: {ratio:.2f}x")
     if "measured" in out:
         m = out["measured"]
-        print("  measured: " + ", ".join(f"{k} {format_seconds(v['time_s'])}" for k, v in m["runs"].items())
+        print("  measured: " + ", ".join(f"{k} {format_seconds(v['time_s'], unit)}" for k, v in m["runs"].items())
               + f"  (sequential / optimized {m['ratio']:.2f}x measured; predicted "
               + ", ".join(f"{k} {v:.2f}x" for k, v in m["predicted_ratio"].items()) + ")")
     for note in out["notes"]:

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
-from commcost.cli.options import (add_format_option, add_strict_option, print_json, progress_stream,
-                                  seconds_budget, strictness, wants_json)
+from commcost.cli.options import (add_format_option, add_strict_option, add_unit_option, print_json,
+                                  progress_stream, seconds_budget, strictness, wants_json)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -45,6 +45,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--timeout", type=seconds_budget, default=300.0, help="seconds per MPI run (default 300)")
     add_format_option(p, "the measured and predicted times of every run (results.json)")
+    add_unit_option(p)
 
 
 MAX_LOCAL_RANKS = 1024  # --procs runs on this machine: more ranks than this is a typo, not a laptop's run
@@ -183,6 +184,6 @@ def report_runs(args: argparse.Namespace, runs) -> int:
     if wants_json(args):
         print_json({"results": results, "results_file": str(args.out / "results.json"), "png": str(png)})
         return 0
-    print(render_validation(runs))
+    print(render_validation(runs, args.unit))
     print(f"wrote {args.out / 'results.json'} and {png}")
     return 0

@@ -32,7 +32,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from commcost.cli.options import add_format_option, add_strict_option, progress_stream, seconds_budget
+from commcost.cli.options import (add_format_option, add_strict_option, add_unit_option, progress_stream,
+                                  seconds_budget)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -61,6 +62,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
     p.add_argument("--timeout", type=seconds_budget, default=300.0, help="seconds per MPI run (default 300)")
     add_format_option(p, "the measured and predicted times of every run (results.json)")
+    add_unit_option(p)
 
 
 def _placement(args: argparse.Namespace):

@@ -27,6 +27,17 @@ def add_format_option(p: argparse.ArgumentParser, json_help: str = "") -> None:
                         "error" + (f"; {json_help}" if json_help else ""))
 
 
+def add_unit_option(p: argparse.ArgumentParser, default: str = "us") -> None:
+    """``--unit us|ms|s``: one time unit for every cell of the command's tables (issue 16 item 2), a default fixed
+    per table (microseconds, as OSU prints, unless the table's times are seconds by nature); JSON stays in
+    seconds."""
+    from commcost.units import TIME_UNITS
+
+    p.add_argument("--unit", default=default, choices=list(TIME_UNITS),
+                   help=f"the tables' time unit (default {default}{', as OSU prints' if default == 'us' else ''}; "
+                        "JSON is always in seconds)")
+
+
 MAX_BUDGET_S = 7 * 24 * 3600.0  # a week: longer is a typo, not a plan
 
 

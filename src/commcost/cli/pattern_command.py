@@ -113,7 +113,7 @@ def _print_table(rows: list[dict], args: argparse.Namespace, partition: str, max
         line = (f"{r['level']:>5} {r['rows']:>8} {r['messages']:>9} {r['max_messages_received']:>6} "
                 f"{format_nbytes(r['bytes']):>10}")
         keys = ("maxrate_s", "queue_s", "contention_s", "time_s", "postal_s") if maxrate else ("time_s",)
-        line += "".join(f" {format_seconds(r[k]):>10}" for k in keys)
+        line += "".join(f" {format_seconds(r[k], args.unit):>10}" for k in keys)
         print(line)
     if args.plot is not None:
         print(f"wrote {args.plot}")

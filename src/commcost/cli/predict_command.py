@@ -7,12 +7,11 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import (PAPER004, add_format_option, add_html_option, add_strict_option, algorithm_params,
-                                  case_of, collectives, given_params, load_mapping, model_from, paper004_pricer,
-                                  price_placed, print_json, strictness, wants_json)
+from commcost.cli.options import (PAPER004, add_format_option, add_html_option, add_strict_option, add_unit_option,
+                                  algorithm_params, case_of, collectives, given_params, load_mapping, model_from,
+                                  paper004_pricer, price_placed, print_json, strictness, wants_json)
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
-from commcost.units import TIME_UNITS
 
 
 def _configure_predict(p: argparse.ArgumentParser) -> None:
@@ -36,8 +35,7 @@ def _configure_predict(p: argparse.ArgumentParser) -> None:
                         "round-robin[:NODES], random:PPN:seed=N, file:PATH, layout:PATH:ROW")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[*(f.value for f in OutputFormat), "csv"],
                    help="table (default), json, or csv (collectives: one row per point and algorithm)")
-    p.add_argument("--unit", default="us", choices=list(TIME_UNITS),
-                   help="the tables' time unit (default us, as OSU prints; JSON is always in seconds)")
+    add_unit_option(p)
     add_html_option(p)
     p.add_argument("--explain", action="store_true", help="show how the cost arises (tau-Lop: the formula)")
     coll = p.add_argument_group("collectives (with --collective)")

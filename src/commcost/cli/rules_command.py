@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option, load_mapping, model_from, strictness
+from commcost.cli.options import add_strict_option, add_unit_option, load_mapping, model_from, strictness
 from commcost.cli.registry import OutputFormat, Parser, command
 from commcost.errors import InputError
 
@@ -38,6 +38,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     diff.add_argument("--ppn", type=int, help="ranks per node, sequential placement (default: the platform's)")
     add_strict_option(diff)
     diff.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
+    add_unit_option(diff)
 
 
 @command("rules", "show a collective rules file (Open MPI, han, MPICH) or diff two Open MPI ones", _configure)
@@ -129,8 +130,9 @@ def _diff(args: argparse.Namespace) -> int:
         if "a_s" in r:
             from commcost.units import format_seconds
 
-            timing = f"   A {format_seconds(r['a_s'])}  B {format_seconds(r['b_s'])}  ({r['slower']} {r['penalty']:.2f}x)" \
-                if r["a_s"] is not None and r["b_s"] is not None else "   (not modelled)"
+            timing = (f"   A {format_seconds(r['a_s'], args.unit)}  B {format_seconds(r['b_s'], args.unit)}  "
+                      f"({r['slower']} {r['penalty']:.2f}x)"
+                      if r["a_s"] is not None and r["b_s"] is not None else "   (not modelled)")
         span = f"{r['msg_lo']}..{r['msg_hi']}" if r["msg_hi"] != r["msg_lo"] else str(r["msg_lo"])
         print(f"  {r['collective']:<10} P={r['procs']:<6} {span:>17} B   A: {r['a']:<30} B: {r['b']}{timing}")
     return 0

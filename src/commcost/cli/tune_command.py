@@ -29,8 +29,8 @@ from pathlib import Path
 
 from commcost.calibration.plan import TIMED_COLLECTIVES
 from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
-from commcost.cli.options import (add_format_option, add_html_option, progress_stream, seconds_budget, selection_model,
-                                  write_html)
+from commcost.cli.options import (add_format_option, add_html_option, add_unit_option, progress_stream, seconds_budget,
+                                  selection_model, write_html)
 from commcost.cli.registry import command, run_command
 from commcost.errors import InputError
 
@@ -68,6 +68,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="keep Open MPI's default where the best pick is predicted less than this much faster "
                         "(default 10%%; 0 writes every pick)")
     add_format_option(p, "OUT/report.json (converged share, margins, regions, measured gains) at the end")
+    add_unit_option(p)
     add_html_option(p)
     p.add_argument("--strict", action="store_true",
                    help=f"write no rules (exit 2) when under {CONVERGED_FLOOR:.0%}% of the measured points converged "
@@ -183,7 +184,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
     calibrate_s = args.budget - reserve - verify_s
     for name in ("calibrate", "verify"):  # the commands this one runs, registered
         importlib.import_module(f"commcost.cli.{name}_command")
-    calibrate = ["calibrate", "--procs", str(args.procs), "--out", str(args.out), "--budget", f"{calibrate_s:.0f}"]
+    calibrate = ["calibrate", "--procs", str(args.procs), "--out", str(args.out), "--budget", f"{calibrate_s:.0f}",
+                 "--unit", args.unit]
     for option in ("launcher", "mpirun"):
         if getattr(args, option):
             calibrate += [f"--{option}", getattr(args, option)]
@@ -426,7 +428,8 @@ def _verify_args(args, collectives, launchers: dict[str, str], budget_s: float) 
     """``commcost verify`` on tune's output, through the launch line the rules are for."""
     verify = ["verify", str(args.out), "--procs", args.verify_procs or str(args.procs), "--budget",
               f"{budget_s:.0f}", "--fresh",
-              "--collectives", ",".join(c.value for c in collectives if c.value in TIMED_COLLECTIVES)]
+              "--collectives", ",".join(c.value for c in collectives if c.value in TIMED_COLLECTIVES),
+              "--unit", args.unit]
     launcher = args.verify_launcher or args.launcher or launchers.get("tcp")
     if launcher:
         verify += ["--launcher", launcher]

@@ -28,7 +28,7 @@ import math
 import time
 from pathlib import Path
 
-from commcost.cli.options import add_html_option, seconds_budget, write_html
+from commcost.cli.options import add_html_option, add_unit_option, seconds_budget, write_html
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
@@ -55,6 +55,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=seconds_budget, default=60.0, help="seconds for all measurements (default 60)")
     p.add_argument("--fresh", action="store_true", help="measure again the points verify.csv already holds")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
+    add_unit_option(p)
     p.add_argument("--quiet", action="store_true", help="no line per measured point")
     add_html_option(p)
 
@@ -286,12 +287,13 @@ def summary(points: list[dict]) -> dict:
             "same": sum(p["verdict"] == "same" for p in changed)}
 
 
-def render(points: list[dict], totals: dict, conf: Path) -> str:
-    """The table people read: per point what runs either way, measured times and gains, predicted gain."""
+def render(points: list[dict], totals: dict, conf: Path, unit: str | None = None) -> str:
+    """The table people read: per point what runs either way, measured times (in ``unit``) and gains, predicted
+    gain."""
     from commcost.units import format_nbytes, format_seconds
 
     def seconds(value):
-        return format_seconds(value) if value else "-"
+        return format_seconds(value, unit) if value else "-"
 
     def ratio(value):
         return f"{value:.2f}x" if value else "-"
@@ -376,7 +378,7 @@ def _verify(args: argparse.Namespace) -> int:
     if args.format == OutputFormat.JSON.value:
         print(json.dumps(report, indent=2))
     else:
-        print(render(points, totals, conf))
+        print(render(points, totals, conf, args.unit))
     if failed:
         import sys
 

@@ -54,14 +54,15 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20, unit: s
         size_unit = explain.get("unit", "B")
         lines += ["", f"  tau-Lop algebra (sizes in {size_unit}; paper 000 rules A1-A3, eq. 5-7):",
                   f"    {explain['formula']}",
-                  f"    = {format_seconds(explain['formula_s'])} by the paper's algebra",
-                  f"    = {format_seconds(explain['engine_s'])} by the exact engine "
-                  f"(difference {format_seconds(explain['formula_minus_engine_s'])})"]
+                  f"    = {format_seconds(explain['formula_s'], unit)} by the paper's algebra",
+                  f"    = {format_seconds(explain['engine_s'], unit)} by the exact engine "
+                  f"(difference {format_seconds(explain['formula_minus_engine_s'], unit)})"]
         if len(explain.get("phases", [])) > 1:
             lines.append("  per phase:")
             for p in explain["phases"][:max_rows]:
                 lines.append(f"    {p['name']}: {p['formula']}")
-                lines.append(f"      algebra {format_seconds(p['formula_s'])}, engine {format_seconds(p['engine_s'])}")
+                lines.append(f"      algebra {format_seconds(p['formula_s'], unit)}, "
+                             f"engine {format_seconds(p['engine_s'], unit)}")
         timeline = explain.get("timeline", [])
         if timeline:
             lines += ["", "  engine timeline (each piece: tau transmissions moving nbytes each):"]
@@ -69,8 +70,8 @@ def render_text(cost: Cost, schedule_name: str = "", max_rows: int = 20, unit: s
                 cut = "  (cut: a transmission joined)" if piece["cut"] else ""
                 lines.append(
                     f"    {piece['phase']:<10} {piece['channel']:<6} tau={piece['tau']:<4} "
-                    f"{format_nbytes(piece['nbytes']):>10}  {format_seconds(piece['start_s']):>10} -> "
-                    f"{format_seconds(piece['end_s']):<10}{cut}"
+                    f"{format_nbytes(piece['nbytes']):>10}  {format_seconds(piece['start_s'], unit):>10} -> "
+                    f"{format_seconds(piece['end_s'], unit):<10}{cut}"
                 )
             if len(timeline) > max_rows:
                 lines.append(f"    ... {len(timeline) - max_rows} more pieces")

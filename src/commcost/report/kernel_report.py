@@ -34,22 +34,24 @@ def kernel_to_dict(schedule: Schedule, costs: list[Cost]) -> dict[str, Any]:
     }
 
 
-def render_kernel(schedule: Schedule, costs: list[Cost], max_rows: int = 30) -> str:
-    """Text: one row per run of identical iterations (cost of one iteration per model), then totals."""
+def render_kernel(schedule: Schedule, costs: list[Cost], max_rows: int = 30, unit: str | None = None) -> str:
+    """Text: one row per run of identical iterations (cost of one iteration per model), then totals; times in
+    ``unit`` (:data:`commcost.units.TIME_UNITS`; None: each in its own)."""
     groups = iteration_groups(schedule)
     iterations = sum(r for *_, r in groups)
     lines = [f"{schedule.name}: {iterations} iterations; {schedule.ntransmissions} transmissions stored, "
              f"{schedule.transmissions_run} run", ""]
     lines.append(f"  {'iterations':<16} {'runs':>5}" + "".join(f" {c.model + '/iter':>18}" for c in costs))
     for label, phases, r in groups[:max_rows]:
-        cells = "".join(f" {format_seconds(float(sum(c.phase_time_s[k] for k in phases))):>18}" for c in costs)
+        cells = "".join(f" {format_seconds(float(sum(c.phase_time_s[k] for k in phases)), unit):>18}" for c in costs)
         lines.append(f"  {label:<16} {r:>5}{cells}")
     if len(groups) > max_rows:
         lines.append(f"  ... {len(groups) - max_rows} more runs")
-    lines.append(f"  {'total':<16} {iterations:>5}" + "".join(f" {format_seconds(c.time_s):>18}" for c in costs))
+    lines.append(f"  {'total':<16} {iterations:>5}" + "".join(f" {format_seconds(c.time_s, unit):>18}" for c in costs))
     lines.append("")
     for c in costs:
-        channels = ", ".join(f"{name} {format_seconds(t)}" for name, t in c.channel_time_s.items()
+        channels = ", ".join(f"{name} {format_seconds(t, unit)}" for name, t in c.channel_time_s.items()
                              if c.channel_count[name])
-        lines.append(f"  {c.model}: total {format_seconds(c.time_s)}; per channel (phase ends, summed): {channels}")
+        lines.append(f"  {c.model}: total {format_seconds(c.time_s, unit)}; "
+                     f"per channel (phase ends, summed): {channels}")
     return "\n".join(lines)

@@ -51,17 +51,18 @@ def mean_mu(runs: list[KernelRun]) -> dict[tuple[str, str, str], float]:
     return {key: float(np.mean(values)) for key, values in groups.items()}
 
 
-def render_validation(runs: list[KernelRun]) -> str:
-    """Per configuration: measured, predicted and mu per model; then the Table 2 of mean mu."""
+def render_validation(runs: list[KernelRun], unit: str | None = None) -> str:
+    """Per configuration: measured, predicted and mu per model, times in ``unit`` (None: each in its own); then
+    the Table 2 of mean mu."""
     models = list(dict.fromkeys(m for run in runs for m in run.predicted_s))
     lines = [f"  {'kernel':<7} {'net':<4} {'config':<16} {'P':>3} {'measured':>10}"
              + "".join(f" {m:>16} {'mu':>6}" for m in models)]
     for run in runs:
         mu = run.mu()
-        cells = "".join(f" {format_seconds(run.predicted_s[m]):>16} {mu[m]:>6.2f}" if m in mu else " " * 24
+        cells = "".join(f" {format_seconds(run.predicted_s[m], unit):>16} {mu[m]:>6.2f}" if m in mu else " " * 24
                         for m in models)
         lines.append(f"  {run.kernel:<7} {run.network:<4} {run.config:<16} {run.nprocs:>3} "
-                     f"{format_seconds(run.measured_s):>10}{cells}")
+                     f"{format_seconds(run.measured_s, unit):>10}{cells}")
     lines += ["", "  mean proportional error (paper 000 Table 2 form):",
               f"  {'kernel':<7} {'network':<8}" + "".join(f" {m:>16}" for m in models)]
     table = mean_mu(runs)
