@@ -125,6 +125,26 @@ def test_partition_picture_tells_gpu_from_cpu_processes_and_names_the_nodes():
     plt.close(fig)
 
 
+def test_partition_picture_draws_no_two_of_twenty_nodes_alike():
+    import matplotlib.pyplot as plt
+
+    from commcost.kernels.partition2d import Partition2D
+    from commcost.report.partition_plot import GPU_HATCH, partition_figure
+
+    hosts = tuple(f"n{i}" for i in range(20))  # 20 nodes of one process each, in one row of 20 columns
+    part = Partition2D(20, 32, hosts, np.arange(20), np.zeros(20, dtype=np.int64), np.ones(20, dtype=np.int64),
+                       np.full(20, 20))
+    kinds = ["gpu" if i in (3, 11) else "cpu" for i in range(20)]  # node 11 repeats node 3's colour
+    fig = partition_figure(part, kinds=kinds)
+    ax = fig.axes[0]
+    looks = [(p.get_facecolor(), (p.get_hatch() or "").replace(GPU_HATCH, "")) for p in ax.patches]
+    assert len(set(looks)) == 20, "two nodes are drawn alike"
+    legend = ax.get_legend()
+    assert len({(p.get_facecolor(), p.get_hatch()) for p in legend.get_patches()[:16]}) == 16
+    assert all(GPU_HATCH in (ax.patches[i].get_hatch() or "") for i in (3, 11))
+    plt.close(fig)
+
+
 # --- the commands --------------------------------------------------------------------------------------------
 
 def _select_args(tmp_path: Path) -> list[str]:
