@@ -31,7 +31,10 @@ and infinite ``--time-limit`` (a search without end); a NaN ``--timeout``
 ignored; an infinite ``--reduce-time-per-byte``; rules diff's ``--ppn 0``;
 measure-kernel's ``--procs 10000000`` (728 TiB asked of numpy) and its
 partitions checked only between MPI runs; measure-pattern's ``--value-bytes
-0`` launched (all pinned in ``FOUND``).
+0`` launched (all pinned in ``FOUND``); a Matrix Market file with a binary
+byte or a last line of too many fields that made scipy's compiled reader
+end the process with a segmentation fault (now checked before scipy reads
+it), and its integers past 64 bits (an OverflowError).
 """
 
 from __future__ import annotations
@@ -163,6 +166,8 @@ READERS = {
     "mca-params": (_reader("commcost.io.han_rules", "read_mca_params"), FUZZ / "mca-params.conf", ".conf"),
     "mpich-json": (_reader("commcost.io.mpich_json", "read_mpich_json"), FUZZ / "mpich.json", ".json"),
     "scotch-mapping": (_scotch, FUZZ / "scotch.map", ".map"),
+    "goal": (_reader("commcost.io.goal_file", "read_goal"), FUZZ / "binomial8.goal", ".goal"),
+    "matrix-market": (_reader("commcost.kernels.sparse", "read_matrix"), FUZZ / "poisson2d_4.mtx", ".mtx"),
     "coltune-output": (_coltune, DATA / "peak-coltune" / "output" / "bcast" / "6_8ranks_run0.out",
                        "/output/bcast/6_8ranks_run0.out"),
     "coltune-script": (_coltune, DATA / "peak-coltune" / "output" / "bcast" / "bcast_coltune.sh",
@@ -526,3 +531,20 @@ def test_a_layout_past_the_process_limit_is_refused_at_its_line(tmp_path):
     path.write_text("node0 cpu:1 3\nnode1 cpu:1 99999999999999999999\n")  # was an OverflowError from list.extend
     with pytest.raises(InputError, match=r"layout.txt:line 2.*at most 10,000,000 processes"):
         read_process_layout(path)
+
+
+@pytest.mark.parametrize("body", [b"1 1 1\n2 2 1 2 2 ", b"1 1 1\n2 2 -1\xff\xfe\x00\x01\n"],
+                         ids=["extra-fields-no-newline", "binary-bytes"])
+def test_matrix_market_files_that_crash_scipys_reader_are_refused_first(body, tmp_path):
+    """scipy 1.17's compiled mmread ends the process (SIGSEGV) on these; read_matrix refuses them before it.
+    Run in a child so a regression fails this test instead of killing the suite."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.mtx"
+    path.write_bytes(b"%%MatrixMarket matrix coordinate real general\n2 2 2\n" + body)
+    code = ("from commcost.errors import InputError\nfrom commcost.kernels.sparse import read_matrix\n"
+            f"try:\n    read_matrix({str(path)!r})\nexcept InputError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"the reader crashed (exit {done.returncode}): {done.stderr[-300:]}"
+    assert "bad.mtx:line 4" in done.stdout, done.stdout

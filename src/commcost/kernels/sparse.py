@@ -20,6 +20,7 @@ about a second.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,16 +33,61 @@ PARTITIONS = ("contiguous", "metis")
 PATTERNS = ("spmv", "spgemm")
 
 
+MAX_MATRIX_ROWS = 100_000_000  # a matrix's rows (and its nonzeros: 10x) past which a header is taken for a typo
+_NOT_ASCII = re.compile(rb"[^\t\n\r\x20-\x7e]")
+
+
+def _checked_text(path: str | Path) -> None:
+    """Refuse what scipy's reader must not see. Its compiled reader ends the process with a segmentation fault
+    on some malformed files (found by the fuzz suite: a non-ASCII byte, or a last line with too many fields and
+    no newline), so the text is checked first: printable ASCII only (Matrix Market is ASCII text), a header
+    of at most :data:`MAX_MATRIX_ROWS` rows (its arrays would fill the memory), and every entry line with the
+    number of fields its format and field ask for."""
+    import scipy.io
+
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the Matrix Market file ({exc.strerror})", source=source) from None
+    bad = _NOT_ASCII.search(data)
+    if bad:
+        line = data.count(b"\n", 0, bad.start()) + 1
+        raise InputError(f"expected ASCII text (Matrix Market), got byte 0x{data[bad.start()]:02x}", source=source,
+                         where=f"line {line}")
+    try:
+        rows, cols, entries, layout, field, _symmetry = scipy.io.mminfo(source)
+    except (ValueError, OSError, IndexError, TypeError, OverflowError) as exc:
+        raise InputError(f"expected a Matrix Market file (.mtx) ({exc})", source=source) from None
+    if max(rows, cols) > MAX_MATRIX_ROWS or entries > 10 * MAX_MATRIX_ROWS:
+        raise InputError(f"a matrix of {rows:,} x {cols:,} with {entries:,} entries is past the limit of "
+                         f"{MAX_MATRIX_ROWS:,} rows and {10 * MAX_MATRIX_ROWS:,} entries", source=source)
+    expected = (2 if layout == "coordinate" else 0) + {"pattern": 0, "complex": 2}.get(field, 1)
+    lines = data.split(b"\n")
+    seen_size = False
+    for lineno, line in enumerate(lines, start=1):
+        words = line.split()
+        if not words or line.lstrip().startswith(b"%"):
+            continue
+        if not seen_size:  # the size line (mminfo read it)
+            seen_size = True
+            continue
+        if len(words) != expected:
+            raise InputError(f"expected {expected} fields on an entry line of a {layout} {field} matrix, got "
+                             f"{len(words)}", source=source, where=f"line {lineno}")
+
+
 def read_matrix(path: str | Path):
     """A Matrix Market file as a square CSR matrix (scipy.io.mmread); errors name the file."""
     import scipy.io
     import scipy.sparse
 
+    _checked_text(path)
     try:
         matrix = scipy.io.mmread(str(path))
-    except FileNotFoundError:
-        raise InputError("no such file", source=str(path)) from None
-    except (ValueError, OSError, IndexError, TypeError) as exc:
+    except (ValueError, OSError, IndexError, TypeError, OverflowError) as exc:
         raise InputError(f"expected a Matrix Market file (.mtx) ({exc})", source=str(path)) from None
     if not scipy.sparse.issparse(matrix):
         matrix = scipy.sparse.csr_matrix(matrix)
