@@ -548,3 +548,17 @@ def test_matrix_market_files_that_crash_scipys_reader_are_refused_first(body, tm
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"the reader crashed (exit {done.returncode}): {done.stderr[-300:]}"
     assert "bad.mtx:line 4" in done.stdout, done.stdout
+
+
+def test_a_partition_coordinate_past_64_bits_is_refused_at_its_line(tmp_path):
+    from commcost.io.partition_file import read_partition
+
+    text = (EX / "paper000" / "fig8_partition.txt").read_text().splitlines()
+    row = next(i for i, line in enumerate(text) if line.strip() and not line.startswith("#"))
+    fields = text[row].split()
+    fields[4] = "99999999999999999999"  # x: was an OverflowError from numpy
+    text[row] = " ".join(fields)
+    path = tmp_path / "partition.txt"
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(InputError, match=rf"partition.txt:line {row + 1}: field 'x'"):
+        read_partition(path)

@@ -361,7 +361,8 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
         out = tmp_path / "run"
         code = main(["tune", "--procs", "2", "--budget", "120", "--out", str(out), "--ppn", "2", "--select-procs",
                      "2..16", "--sizes", "1..1MiB", "--channel-launcher", f"shm={shm}", "--channel-launcher",
-                     f"tcp={tcp}", "--verify-launcher", check, "--verify-procs", "4", "--quiet"])
+                     f"tcp={tcp}", "--verify-launcher", check, "--verify-procs", "4", "--quiet",
+                     "--html", str(tmp_path / "report.html")])
     assert code == 0
     rows = read_measurements(out / "measurements.csv")
     assert {m.nnodes for m in rows if m.channel == "shm"} == {1} and {m.nnodes for m in rows if m.channel == "tcp"} == {2}
@@ -373,6 +374,17 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
         assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
         assert p["rules_run"] == deployed.runs(Collective.BCAST, 4, p["nbytes"], 2).label
     assert report["selections"]["bcast.ompi"]["grid"] and report["converged_share"] is not None
+    # the page an admin reads on two nodes: self-contained, with the measured gains of the check beside the
+    # predicted ones, and (where a browser runs) loading without an error
+    from browser import available, external_references, load
+
+    page = tmp_path / "report.html"
+    text = page.read_text()
+    assert external_references(text) == [] and "Measured gains" in text and "han default: han" in text
+    if available():
+        seen = load(page)
+        assert seen.errors == [] and seen.images and all(complete and width > 100
+                                                         for complete, width, _ in seen.images)
 
 
 @needs_netns

@@ -81,7 +81,7 @@ def test_partition_file_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("#size 1\n#N 4\n#kb 1\nh 0 0 0 0 0 4 x\n", "line 4: field 'h': expected an integer >= 0, got 'x'"),
+    ("#size 1\n#N 4\n#kb 1\nh 0 0 0 0 0 4 x\n", "line 4: field 'h': expected an integer from 0 to 2,147,483,647, got 'x'"),
     ("#size 1\n#N 4\nh 0 0 0 0 0 4 4\n", "missing header line(s) #kb"),
     ("#size 2\n#N 4\n#kb 1\nh 0 0 0 0 0 4 4\n", "#size is 2, but 1 process lines follow"),
     ("#size 1\n#N 4\n#kb 1\nh 0 0 0 0 0 4\n", "line 4: expected 8 fields"),

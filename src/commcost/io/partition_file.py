@@ -69,13 +69,16 @@ def read_partition(path: str | Path) -> Partition2D:
         raise exc.located(source=source) from None
 
 
+MAX_FIELD = 2**31 - 1  # blocks and coordinates: their products (areas, N x N) stay exact in 64 bits
+
+
 def _integer(text: str, field: str, source: str, where: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         value = None
-    if value is None or value < minimum:
-        raise InputError(f"field {field!r}: expected an integer >= {minimum}, got {text!r}",
+    if value is None or not minimum <= value <= MAX_FIELD:
+        raise InputError(f"field {field!r}: expected an integer from {minimum} to {MAX_FIELD:,}, got {text!r}",
                          source=source, where=where)
     return value
 
