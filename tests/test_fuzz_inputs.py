@@ -8,7 +8,9 @@ a directory in its place). Allowed outcomes: the reader returns, or raises
 :class:`InputError` whose message names the file; anything else (a
 traceback of another type) fails, and so does a case that runs past
 ``CASE_LIMIT_S`` (no reader may hang). The case count is printed by
-``-s``; ``FUZZ_EXAMPLES`` (environment) raises it for a longer hunt.
+``-s``. Without ``FUZZ_EXAMPLES`` the cases are the same every run
+(hypothesis derandomized), so CI is reproducible; ``FUZZ_EXAMPLES=N``
+(environment) hunts with N fresh random cases per test.
 
 ``predict --collective`` is fuzzed the same way over its options (P,
 sizes, root, ppn, mapping, parameters, including 0, -1, 10^7, ``1.5KiB``,
@@ -34,7 +36,10 @@ partitions checked only between MPI runs; measure-pattern's ``--value-bytes
 0`` launched (all pinned in ``FOUND``); a Matrix Market file with a binary
 byte or a last line of too many fields that made scipy's compiled reader
 end the process with a segmentation fault (now checked before scipy reads
-it), and its integers past 64 bits (an OverflowError).
+it), and its integers past 64 bits (an OverflowError); the same
+OverflowError from a partition file's coordinate and a measurements cell;
+a coltune job script with ``ppr:0:node`` (a division by zero); calibrate
+``--procs 10000000`` planning a Ring_tau point per tau (24 GB, killed).
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ EX = ROOT / "examples"
 DATA = ROOT / "tests" / "data"
 FUZZ = DATA / "fuzz"  # small valid files of the formats commcost writes (rules, schedules, measurements)
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100"))
+# CI runs the same cases every time (a red CI must mean a change broke something, not a lucky draw); a hunt with
+# FUZZ_EXAMPLES set draws fresh random cases, and what it finds is fixed and pinned below
+HUNT = "FUZZ_EXAMPLES" in os.environ
 CASE_LIMIT_S = 10
 
 BAD_NUMBERS = ["nan", "NaN", "inf", "-inf", "-1", "0", "1e400", "1e30", "-0", "abc", "", "1.5", "99999999999999999999",
@@ -253,7 +261,7 @@ def test_a_broken_file_is_read_or_refused_naming_the_file(name, tmp_path_factory
     assert check(read, path) == "ok", "the valid file must load"
     counts = SEEN.setdefault(name, {"ok": 0, "refused": 0})
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not HUNT,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(data=broken(text))
     def case(data: bytes) -> None:
@@ -298,7 +306,7 @@ MAPPINGS = ["sequential:4", "sequential:0", "round-robin", "round-robin:0", "ran
             "layout:x:y", "nonsense", "sequential:-1"]
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
+@settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=not HUNT,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(algorithm=st.sampled_from(["binomial", "6", "knomial", "chain", "scatter_allgather_ring", "mpich.binomial",
                                   "ompi.han", "all"]),
@@ -460,8 +468,8 @@ def test_each_commands_options_give_a_sane_result_or_one_line(name, tmp_path, ca
     base, choices, examples = COMMANDS[name]
     counts = {0: 0, 2: 0}
 
-    @settings(max_examples=min(EXAMPLES, examples) if "FUZZ_EXAMPLES" not in os.environ else EXAMPLES,
-              deadline=None, database=None,
+    @settings(max_examples=EXAMPLES if HUNT else min(EXAMPLES, examples),
+              deadline=None, database=None, derandomize=not HUNT,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(changes=st.dictionaries(st.sampled_from(sorted(choices)), st.data(), max_size=3))
     def case(changes) -> None:
@@ -507,6 +515,7 @@ FOUND = [  # what the fuzz suite found in the commands' options, pinned: (argv, 
      "--procs"),  # ran MPI for every P before finding that N was too small for the last
     (["measure-pattern", "--pattern", "spmv", "--matrix", str(EX / "sparse" / "poisson3d_16.mtx"), "--procs", "2",
       "--params", str(EX / "params" / "illustrative.toml"), "--value-bytes", "0"], "--value-bytes"),  # ran MPI
+    (["calibrate", "--dry-run", "--procs", "10000000"], "--procs"),  # planned 10^7 Ring_tau points per size (OOM)
     (["arrange", "mpdata", "--platform", str(EX / "grid5000" / "platform.toml"), "--bandwidths",
       str(EX / "grid5000" / "bandwidths.toml"), "--model", "x"], "--model"),  # silently ignored
 ]
@@ -562,3 +571,26 @@ def test_a_partition_coordinate_past_64_bits_is_refused_at_its_line(tmp_path):
     path.write_text("\n".join(text) + "\n")
     with pytest.raises(InputError, match=rf"partition.txt:line {row + 1}: field 'x'"):
         read_partition(path)
+
+
+def test_a_measurements_cell_past_its_bound_is_refused_naming_the_column(tmp_path):
+    lines = (FUZZ / "pingpong.csv").read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[7] = "99999999999999999999"  # nbytes: was an OverflowError building the int64 column
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    with pytest.raises(InputError, match=r"m.csv:line 2.*nbytes.*at most 1,125,899,906,842,624"):
+        _measurements(path)
+
+
+def test_a_coltune_script_placing_no_rank_per_node_is_refused_naming_it(tmp_path):
+    import shutil
+
+    from commcost.io.coltune_import import read_coltune
+
+    folder = tmp_path / "output" / "bcast"
+    folder.mkdir(parents=True)
+    shutil.copy(DATA / "peak-coltune" / "output" / "bcast" / "6_8ranks_run0.out", folder)
+    (folder / "bcast_coltune.sh").write_text("mpirun --np 2 --map-by ppr:0:node ./osu_bcast\n")  # was 1/0
+    with pytest.raises(InputError, match=r"bcast_coltune.sh: an mpirun line places 0 ranks per node"):
+        read_coltune(tmp_path)

@@ -38,6 +38,7 @@ COLLECTIVE_BENCHMARKS = ("allreduce", "reduce", "allgather", "alltoall", "scatte
 TIMED_COLLECTIVES = (*COLLECTIVE_BENCHMARKS, "bcast")
 BENCHMARKS = ("pingpong", "ringtau", "nbft", "bcast", "hvpp", "crossing", "reduction", *COLLECTIVE_BENCHMARKS)
 DEFAULT_BENCHMARKS = ("pingpong", "ringtau")
+MAX_CALIBRATION_RANKS = 4096  # a calibration is a short run; its plan holds a Ring_tau point per tau <= P
 ROW_NAMES = {"pingpong": "pingpong", "ringtau": "ring_tau", "nbft": "nbft", "bcast": "bcast_gather",
              "hvpp": "hvpp", "crossing": "crossing", "reduction": "reduction", **{c: "collective" for c in COLLECTIVE_BENCHMARKS}}
 # the reduction benchmark's (operation, datatype) pairs and buffer sizes (bytes, multiples of 8)

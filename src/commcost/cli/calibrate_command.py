@@ -35,7 +35,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, Run
+from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, MAX_CALIBRATION_RANKS, Run
 from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
                                      find_mpirun, launch_line, run_worker, worker_args)
 from commcost.cli.options import (add_format_option, add_unit_option, print_json, progress_stream, seconds_budget,
@@ -213,8 +213,9 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
     from commcost.calibration.plan import parse_benchmarks, plan_runs, row_ident
     from commcost.io.measurements import read_measurements
 
-    if args.procs < 2:
-        raise InputError(f"expected at least 2 ranks for a ping-pong, got {args.procs}", where="--procs")
+    if not 2 <= args.procs <= MAX_CALIBRATION_RANKS:
+        raise InputError(f"expected 2 to {MAX_CALIBRATION_RANKS} ranks (a ping-pong needs 2; Ring_tau measures every "
+                         f"tau up to P), got {args.procs}", where="--procs")
     if not args.budget > 0:
         raise InputError(f"expected a positive number of seconds, got {args.budget}", where="--budget")
     try:

@@ -62,6 +62,9 @@ def script_ppn(folder: Path) -> int | None:
     if script is not None and not found:
         raise InputError("no mpirun line with '--map-by ppr:N:node' to take ranks per node from; expected one "
                          "(or give --ppn)", source=str(script))
+    if found and min(found) < 1:
+        raise InputError("an mpirun line places 0 ranks per node ('ppr:0:node'); expected N >= 1 (or give --ppn)",
+                         source=str(script))
     return found.pop() if found else None
 
 

@@ -32,6 +32,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.units import MAX_NBYTES
 
 COLUMNS = (
     "benchmark", "collective", "algorithm", "nprocs", "nnodes", "ppn", "channel", "nbytes",
@@ -46,6 +47,7 @@ REQUIRED = ("benchmark", "nprocs", "nbytes", "time_s_mean")
 
 _STRINGS = ("benchmark", "collective", "algorithm", "channel", "mpi", "host", "timestamp", "source")
 # integer columns and their minimum; those not in REQUIRED may be empty (None)
+_MAX_COUNT = 2**62  # ranks, nodes, runs, repetitions: past this a cell is a typo (and no longer fits int64)
 _INTEGERS = {"nprocs": 1, "nnodes": 1, "ppn": 1, "nbytes": 0, "segsize": 0, "tau": 1, "run": 0, "reps": 0}
 _FLOATS = ("time_s_mean", "time_s_median", "time_s_min", "time_s_max", "time_s_std", "ci95_rel")
 
@@ -158,12 +160,15 @@ def _parse_cell(name: str, text: str):
         return 0 if name == "run" else None
     if name in _INTEGERS:
         minimum = _INTEGERS[name]
+        maximum = MAX_NBYTES if name in ("nbytes", "segsize") else _MAX_COUNT
         try:
             value = int(text)
         except ValueError:
             raise InputError(f"expected an integer >= {minimum}, got {text!r}", where=name) from None
         if value < minimum:
             raise InputError(f"expected an integer >= {minimum}, got {text!r}", where=name)
+        if value > maximum:
+            raise InputError(f"expected an integer of at most {maximum:,}, got {text!r}", where=name)
         return value
     if name == "converged":
         if text.lower() in ("1", "true", "yes"):
