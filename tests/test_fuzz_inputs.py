@@ -515,7 +515,7 @@ FOUND = [  # what the fuzz suite found in the commands' options, pinned: (argv, 
      "--procs"),  # ran MPI for every P before finding that N was too small for the last
     (["measure-pattern", "--pattern", "spmv", "--matrix", str(EX / "sparse" / "poisson3d_16.mtx"), "--procs", "2",
       "--params", str(EX / "params" / "illustrative.toml"), "--value-bytes", "0"], "--value-bytes"),  # ran MPI
-    (["calibrate", "--dry-run", "--procs", "10000000"], "--procs"),  # planned 10^7 Ring_tau points per size (OOM)
+    (["calibrate", "--dry-run", "--procs", "10000000", "--out", "run"], "--procs"),  # 10^7 Ring_tau points (OOM)
     (["arrange", "mpdata", "--platform", str(EX / "grid5000" / "platform.toml"), "--bandwidths",
       str(EX / "grid5000" / "bandwidths.toml"), "--model", "x"], "--model"),  # silently ignored
 ]
