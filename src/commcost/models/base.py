@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Mapping as TMapping
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.models.group_max import group_max
 from commcost.models.reduction import ReductionLaw, with_reductions
 from commcost.platform import Mapping, Platform
 from commcost.schedule import Schedule
@@ -84,9 +85,7 @@ class Cost:
             return cls._from_dependency_ends(model, placed, end_s)
         nphases = sched.nphases
         runs = sched.repeat[sched.phase]
-        phase_time = np.zeros(nphases)
-        if len(end_s):
-            np.maximum.at(phase_time, sched.phase, end_s)
+        phase_time = group_max(nphases, sched.phase, end_s)
         rank_time = _sum_of_group_max(sched.phase, sched.src, end_s * runs, sched.nprocs)
         names = placed.channel_names()
         nchan = len(names)
@@ -114,13 +113,9 @@ class Cost:
         sched = placed.schedule
         names = placed.channel_names()
         nchan = len(names)
-        phase_time = np.zeros(sched.nphases)
-        rank_time = np.zeros(sched.nprocs)
-        channel_time = np.zeros(nchan)
-        if len(end_s):
-            np.maximum.at(phase_time, sched.phase, end_s)
-            np.maximum.at(rank_time, sched.src, end_s)
-            np.maximum.at(channel_time, placed.channel, end_s)
+        phase_time = group_max(sched.nphases, sched.phase, end_s)
+        rank_time = group_max(sched.nprocs, sched.src, end_s)
+        channel_time = group_max(nchan, placed.channel, end_s)
         nbytes = np.bincount(placed.channel, weights=sched.nbytes, minlength=nchan)
         count = np.bincount(placed.channel, minlength=nchan)
         return cls(
@@ -199,10 +194,7 @@ class Model(abc.ABC):
     def phase_times_s(self, placed: PlacedSchedule) -> np.ndarray:
         """One run of each phase: its last end (dependency schedule: see :meth:`total_time_s`)."""
         end = self._ends(placed)
-        phase_time = np.zeros(placed.schedule.nphases)
-        if len(end):
-            np.maximum.at(phase_time, placed.schedule.phase, end)
-        return phase_time
+        return group_max(placed.schedule.nphases, placed.schedule.phase, end)
 
     def total_time_s(self, placed: PlacedSchedule) -> float:
         """Only the total (cheaper than :meth:`price`): the sum over phases of each phase's last end, times
