@@ -37,12 +37,14 @@ MAX_MATRIX_ROWS = 100_000_000  # a matrix's rows (and its nonzeros: 10x) past wh
 _NOT_ASCII = re.compile(rb"[^\t\n\r\x20-\x7e]")
 
 
-def _checked_text(path: str | Path) -> None:
+def _checked_text(path: str | Path) -> bytes:
     """Refuse what scipy's reader must not see. Its compiled reader ends the process with a segmentation fault
     on some malformed files (found by the fuzz suite: a non-ASCII byte, or a last line with too many fields and
     no newline), so the text is checked first: printable ASCII only (Matrix Market is ASCII text), a header
     of at most :data:`MAX_MATRIX_ROWS` rows (its arrays would fill the memory), and every entry line with the
-    number of fields its format and field ask for."""
+    number of fields its format and field ask for. Returns the file's bytes, read once, for scipy to parse."""
+    import io
+
     import scipy.io
 
     source = str(path)
@@ -58,7 +60,7 @@ def _checked_text(path: str | Path) -> None:
         raise InputError(f"expected ASCII text (Matrix Market), got byte 0x{data[bad.start()]:02x}", source=source,
                          where=f"line {line}")
     try:
-        rows, cols, entries, layout, field, _symmetry = scipy.io.mminfo(source)
+        rows, cols, entries, layout, field, _symmetry = scipy.io.mminfo(io.BytesIO(data))
     except (ValueError, OSError, IndexError, TypeError, OverflowError) as exc:
         raise InputError(f"expected a Matrix Market file (.mtx) ({exc})", source=source) from None
     if max(rows, cols) > MAX_MATRIX_ROWS or entries > 10 * MAX_MATRIX_ROWS:
@@ -77,16 +79,19 @@ def _checked_text(path: str | Path) -> None:
         if len(words) != expected:
             raise InputError(f"expected {expected} fields on an entry line of a {layout} {field} matrix, got "
                              f"{len(words)}", source=source, where=f"line {lineno}")
+    return data
 
 
 def read_matrix(path: str | Path):
     """A Matrix Market file as a square CSR matrix (scipy.io.mmread); errors name the file."""
+    import io
+
     import scipy.io
     import scipy.sparse
 
-    _checked_text(path)
+    data = _checked_text(path)
     try:
-        matrix = scipy.io.mmread(str(path))
+        matrix = scipy.io.mmread(io.BytesIO(data))
     except (ValueError, OSError, IndexError, TypeError, OverflowError) as exc:
         raise InputError(f"expected a Matrix Market file (.mtx) ({exc})", source=str(path)) from None
     if not scipy.sparse.issparse(matrix):

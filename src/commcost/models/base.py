@@ -89,9 +89,7 @@ class Cost:
         rank_time = _sum_of_group_max(sched.phase, sched.src, end_s * runs, sched.nprocs)
         names = placed.channel_names()
         nchan = len(names)
-        per_channel = np.zeros((nphases, nchan))
-        if len(end_s):
-            np.maximum.at(per_channel, (sched.phase, placed.channel), end_s)
+        per_channel = group_max(nphases * nchan, sched.phase * nchan + placed.channel, end_s).reshape(nphases, nchan)
         per_channel *= sched.repeat[:, None]
         nbytes = np.bincount(placed.channel, weights=sched.nbytes * runs, minlength=nchan)
         count = np.bincount(placed.channel, weights=runs, minlength=nchan).astype(np.int64)
@@ -137,9 +135,7 @@ def _sum_of_group_max(phase: np.ndarray, rank: np.ndarray, value: np.ndarray, nr
         return np.zeros(nranks)
     nphases = int(phase[-1]) + 1 if len(phase) else 0
     if nphases * nranks <= 4_000_000:  # small enough for a dense phases x ranks table
-        table = np.zeros((nphases, nranks))
-        np.maximum.at(table, (phase, rank), value)
-        return table.sum(axis=0)
+        return group_max(nphases * nranks, phase * nranks + rank, value).reshape(nphases, nranks).sum(axis=0)
     order = np.lexsort((value, rank, phase))
     key_p, key_r = phase[order], rank[order]
     last = np.ones(len(order), dtype=bool)  # the last of each (phase, rank) group holds its max
