@@ -142,7 +142,7 @@ def test_a_ring_bcast_on_sequential_ranks_is_its_lockstep_price(nprocs):
 def test_a_size_sweep_on_several_cores_gives_the_serial_numbers(monkeypatch):
     """Large sweeps run their factors in threads (the compiled loop releases the GIL): same numbers."""
     from commcost.io.params_file import load_params
-    from commcost.models.taulop import dependency_engine
+    from commcost.models.taulop import dependency_sweep as dependency_engine
     from test_schedule_repeat import EX, cluster
 
     platform = cluster(4, 4)

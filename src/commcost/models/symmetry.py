@@ -154,3 +154,38 @@ def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes:
     f_ptr = np.zeros(len(keep) + 1, np.int64)
     np.cumsum(counts[keep], out=f_ptr[1:])
     return Fold(keep, rep, src[keep] % q, dst[keep] % q, q, f_ptr, f_waited)
+
+
+def repeat_fold(fold: Fold, first: int, size: int, count: int) -> Fold | None:
+    """The fold of a schedule of a prefix (``first`` transmissions) and ``count`` identical blocks of
+    ``size`` (block j + 1 the image of block j: same senders, receivers, sizes and domains, its waits block
+    j's shifted by ``size``; :func:`commcost.models.taulop.periodic.periodic_blocks`), from ``fold``, the fold
+    of its prefix and first two blocks. The checks of :func:`rank_shift_fold` look at one block at a time
+    and at the waits between a block and the one before it, which are the same for every block; so the
+    fold of the whole is block 0's repeated, each block's waits shifted by its representatives. None
+    when block 1's fold is not block 0's shifted (then fold the whole schedule)."""
+    keep = fold.keep
+    k0 = keep[keep < first]
+    k1 = keep[(keep >= first) & (keep < first + size)] - first
+    k2 = keep[keep >= first + size] - first - size
+    nf, nb = len(k0), len(k1)
+    rep = fold.rep
+    ptr, idx = fold.after_ptr, fold.after_idx
+    rows1 = idx[ptr[nf]:ptr[nf + nb]]
+    rows2 = idx[ptr[nf + nb]:ptr[nf + 2 * nb]]
+    inside = rep[first:first + size]
+    if (not np.array_equal(k1, k2) or np.any(rep[:first] >= nf) or np.any((inside < nf) | (inside >= nf + nb))
+            or not np.array_equal(rep[first + size:], inside + nb)
+            or not np.array_equal(rows2, rows1 + nb)
+            or not np.array_equal(np.diff(ptr[nf + nb:]), np.diff(ptr[nf:nf + nb + 1]))):
+        return None
+    shifts = np.arange(count, dtype=np.int64)[:, None]
+    keep = np.concatenate([k0, (first + shifts * size + k1[None, :]).ravel()])
+    rep = np.concatenate([rep[:first], (rep[first:first + size][None, :] + shifts * nb).ravel()])
+    counts = np.concatenate([np.diff(ptr[:nf + 1]), np.tile(np.diff(ptr[nf:nf + nb + 1]), count)])
+    after_ptr = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=after_ptr[1:])
+    after_idx = np.concatenate([idx[:ptr[nf]], (rows1[None, :] + shifts * nb).ravel()])
+    src = np.concatenate([fold.src[:nf], np.tile(fold.src[nf:nf + nb], count)])
+    dst = np.concatenate([fold.dst[:nf], np.tile(fold.dst[nf:nf + nb], count)])
+    return Fold(keep, rep, src, dst, fold.nprocs, after_ptr, after_idx)

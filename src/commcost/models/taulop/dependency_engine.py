@@ -43,16 +43,17 @@ The event loop is compiled (:func:`.dependency_kernels.event_loop`, with
 the data structures it keeps; O(E log E)); this module prepares what it
 takes: each channel's law as flat arrays (:class:`LawArrays`, the compiled
 grids of :class:`~.params.TransmissionLaw`), the domains renumbered and
-the successors of every transmission. :func:`sweep_dependencies` prices one
+the successors of every transmission. :mod:`.dependency_sweep` prices one
 schedule at several size factors (a size sweep), preparing domains, laws
-and successors once.
+and successors once, with the exact shortcuts that make large schedules
+cheap.
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, NamedTuple
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,7 +62,6 @@ from commcost.models.taulop.dependency_kernels import event_loop
 from commcost.models.taulop.params import TransmissionLaw
 
 TRACE_FIELDS = ("domain", "tau", "nbytes", "start_s", "end_s", "cut")
-PARALLEL_FROM = 500_000  # transmissions x factors from which a size sweep runs its factors on several cores
 
 
 class LawArrays(NamedTuple):
@@ -120,7 +120,7 @@ class DependencyRun(NamedTuple):
     pieces: dict[str, np.ndarray]
 
 
-def _compact(domain: np.ndarray, channel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def compact_domains(domain: np.ndarray, channel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Domain numbers renumbered 0..D-1 (first by value) and the channel of each; O(n) for the small
     numbers :meth:`Platform.contention_domains` gives, a sort otherwise."""
     domain = np.asarray(domain, np.int64)
@@ -139,34 +139,53 @@ def _compact(domain: np.ndarray, channel: np.ndarray) -> tuple[np.ndarray, np.nd
     return dom.astype(np.int64), chan_of_dom
 
 
-class _Prepared(NamedTuple):
-    """What every run of one schedule shares, whatever its sizes: domains, laws, successors."""
+@dataclass(eq=False)
+class Prepared:
+    """What every run of one schedule shares, whatever its sizes: domains (compacted), laws, waits; the
+    successors are computed on the first run and kept."""
 
     dom: np.ndarray
     chan_of_dom: np.ndarray
     laws: LawArrays
     after_ptr: np.ndarray
-    succ_ptr: np.ndarray
-    succ_idx: np.ndarray
+    after_idx: np.ndarray
     src: np.ndarray
     dst: np.ndarray
     nprocs: int
 
-
-def _prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws) -> _Prepared:
-    n = len(src)
-    dom, chan_of_dom = _compact(domain, channel)
-    ptr = np.ascontiguousarray(after_ptr, np.int64)
-    succ_ptr, succ_idx = successors(ptr, np.ascontiguousarray(after_idx, np.int64), n)
-    return _Prepared(dom, chan_of_dom, law_arrays(laws), ptr, succ_ptr, succ_idx,
-                     np.ascontiguousarray(src, np.int64), np.ascontiguousarray(dst, np.int64), int(nprocs))
+    @cached_property
+    def succ(self) -> tuple[np.ndarray, np.ndarray]:
+        return successors(self.after_ptr, self.after_idx, len(self.src))
 
 
-def _run(prep: _Prepared, nbytes: np.ndarray, service_s: np.ndarray | None, trace: bool):
-    service = np.zeros(len(prep.src)) if service_s is None else np.ascontiguousarray(service_s, np.float64)
+def prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws) -> Prepared:
+    """A schedule prepared for the engine: domains renumbered, laws flattened."""
+    dom, chan_of_dom = compact_domains(domain, channel)
+    return Prepared(dom, chan_of_dom, law_arrays(laws), np.ascontiguousarray(after_ptr, np.int64),
+                    np.ascontiguousarray(after_idx, np.int64), np.ascontiguousarray(src, np.int64),
+                    np.ascontiguousarray(dst, np.int64), int(nprocs))
+
+
+def first_transmissions(prep: Prepared, stop: int) -> Prepared | None:
+    """The schedule's first ``stop`` transmissions (None if one of them waits for a later one)."""
+    ptr = prep.after_ptr[:stop + 1]
+    idx = prep.after_idx[:ptr[-1]]
+    if len(idx) and int(idx.max()) >= stop:
+        return None
+    return Prepared(prep.dom[:stop], prep.chan_of_dom, prep.laws, ptr, idx, prep.src[:stop], prep.dst[:stop],
+                    prep.nprocs)
+
+
+def run_prepared(prep: Prepared, nbytes: np.ndarray, service_s: np.ndarray | None, trace: bool,
+                 release: np.ndarray | None = None):
+    """One run of the event loop (:func:`.dependency_kernels.event_loop`; ``release``: the earliest start of
+    each transmission, None for when its waits allow)."""
+    n = len(prep.src)
+    service = np.zeros(n) if service_s is None else np.ascontiguousarray(service_s, np.float64)
+    release = np.zeros(n) if release is None else np.ascontiguousarray(release, np.float64)
+    succ_ptr, succ_idx = prep.succ
     return event_loop(prep.dom, prep.chan_of_dom, np.ascontiguousarray(nbytes, np.float64), prep.after_ptr,
-                      prep.succ_ptr, prep.succ_idx, prep.src, prep.dst, service, prep.nprocs, *prep.laws,
-                      bool(trace))
+                      succ_ptr, succ_idx, prep.src, prep.dst, service, release, prep.nprocs, *prep.laws, bool(trace))
 
 
 def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
@@ -181,35 +200,9 @@ def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.nd
     if n == 0:
         empty = {f: np.zeros(0) for f in TRACE_FIELDS + ("channel",)}
         return DependencyRun(np.zeros(0), np.zeros(0), empty)
-    prep = _prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)
-    out = _run(prep, nbytes, service_s, trace)
+    prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)
+    out = run_prepared(prep, nbytes, service_s, trace)
     done, end = out[0], out[1]
     pieces = dict(zip(TRACE_FIELDS, out[2:]))
     pieces["channel"] = prep.chan_of_dom[pieces["domain"]]
     return DependencyRun(end, done, pieces)
-
-
-def sweep_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
-                       dst: np.ndarray, nprocs: int, after_ptr: np.ndarray, after_idx: np.ndarray,
-                       laws: list[TransmissionLaw | None], factors: np.ndarray,
-                       service_of: Callable[[float], np.ndarray | None] | None = None) -> np.ndarray:
-    """The last completion of the schedule with every size times each of ``factors`` (a size sweep):
-    one event loop per factor, the domains, laws and successors prepared once; large sweeps run their
-    factors on all cores (the loop releases the GIL). ``service_of(f)`` gives the receivers' reduction
-    times at factor f (None: no reductions)."""
-    factors = np.asarray(factors, np.float64)
-    if len(src) == 0:
-        return np.zeros(len(factors))
-    prep = _prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)
-    base = np.asarray(nbytes, np.float64)
-    services = [service_of(f) if service_of is not None else None for f in factors.tolist()]
-
-    def last_end(k: int) -> float:
-        return float(_run(prep, base * factors[k], services[k], False)[0].max())
-
-    workers = min(len(factors), os.cpu_count() or 1)
-    if workers > 1 and len(src) * len(factors) >= PARALLEL_FROM:
-        # the compiled loop releases the GIL: one run per factor on each core (same numbers, less wall time)
-        with ThreadPoolExecutor(workers) as pool:
-            return np.array(list(pool.map(last_end, range(len(factors)))))
-    return np.array([last_end(k) for k in range(len(factors))])

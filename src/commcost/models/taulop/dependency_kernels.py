@@ -196,13 +196,14 @@ def _dom_remove(hk, hd, pos, d):  # pragma: no cover - compiled
 
 
 @njit
-def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, nprocs,
+def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, release, nprocs,
                xs, xs_off, ys, row_off, slope, period, tau_sat, hold, trace):  # pragma: no cover - compiled
     """Price one prepared dependency schedule (module docstring): per transmission its compacted domain
-    ``dom``, bytes, sender and receiver, the receiver's reduction time ``service`` and the CSR lists of what it
-    waits for (``after_ptr``) and what waits for it (``succ_ptr``/``succ_idx``); ``chan_of_dom`` each domain's
-    channel; then the :class:`.dependency_engine.LawArrays` fields. Returns (done, end) per transmission and the
-    traced pieces' (domain, tau, nbytes, start, end, cut) arrays, empty unless ``trace``."""
+    ``dom``, bytes, sender and receiver, the receiver's reduction time ``service``, the earliest time it may
+    start ``release`` (0: when its waits allow) and the CSR lists of what it waits for (``after_ptr``) and
+    what waits for it (``succ_ptr``/``succ_idx``); ``chan_of_dom`` each domain's channel; then the
+    :class:`.dependency_engine.LawArrays` fields. Returns (done, end) per transmission and the traced pieces'
+    (domain, tau, nbytes, start, end, cut) arrays, empty unless ``trace``."""
     n = len(dom)
     ndom = len(chan_of_dom)
     done = np.zeros(n)
@@ -257,9 +258,13 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
     tr_cut = np.empty(tcap, np.bool_)
     ntr = 0
     for i in range(n):
+        ready_at[i] = release[i]
         if pending[i] == 0:
-            ready[nready] = i
-            nready += 1
+            if release[i] > 0.0:
+                rsize = _heap_push(rkey, rid, rsize, release[i], i)
+            else:
+                ready[nready] = i
+                nready += 1
     t = 0.0
     while True:
         # start every job released now; settle each domain they join once

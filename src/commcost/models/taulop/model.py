@@ -10,7 +10,8 @@ import numpy as np
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
 from commcost.models.symmetry import MIN_TRANSMISSIONS, Fold, node_period, rank_shift_fold
-from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies, sweep_dependencies
+from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies
+from commcost.models.taulop.dependency_sweep import sweep_dependencies
 from commcost.models.taulop.floor import floor_times
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
@@ -67,12 +68,14 @@ class TauLop(Model):
     DESCRIPTION = "tau-Lop: concurrent transfers share a channel (A1-A3); exact event-driven engine + paper algebra"
     PARAMS = TauLopParams
 
-    def __init__(self, params: TauLopParams, fast: bool = True, merge_a1: bool = True, fold: bool = True) -> None:
+    def __init__(self, params: TauLopParams, fast: bool = True, merge_a1: bool = True, fold: bool = True,
+                 shortcuts: bool = True) -> None:
         super().__init__(params)
         self.fast = fast
         self.merge_a1 = merge_a1
         self.fold = fold  # price symmetric dependency schedules by one node's share (exact; False: never)
         self.fold_from = MIN_TRANSMISSIONS  # ... when they have at least this many transmissions
+        self.shortcuts = shortcuts  # size sweeps of large dependency schedules: .dependency_sweep's exact shortcuts
         self._laws: dict[tuple[str, tuple[str, ...]], TransmissionLaw] = {}
 
     def laws_for(self, placed: PlacedSchedule) -> list[TransmissionLaw]:
@@ -183,7 +186,9 @@ class TauLop(Model):
             keep, *arrays = self._engine_view(placed, fold)
             kept_service = None if service_of is None else (lambda f: service_of(f)[keep])  # noqa: E731
             return sweep_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
-                                      self.laws_for(placed), factors, kept_service)
+                                      self.laws_for(placed), factors, kept_service,
+                                      phase=s.phase[keep] if self.shortcuts else None,
+                                      shift=node_period(placed.mapping.node_of_rank) if self.fold else None)
         if not self.fast or (self.reduction is not None and s.combine.any()):
             return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
                                                               placed.channel, placed.domain)) for f in factors])
@@ -252,8 +257,8 @@ class TauLop(Model):
         run = self._dependency_run(placed, trace=True)
         p = run.pieces
         channels = placed.platform.channels
-        timeline = [{"phase": "", "channel": channels[int(c)].name, "tau": int(t), "nbytes": float(b), "start_s": float(a),
-                     "end_s": float(e), "cut": bool(k)}
+        timeline = [{"phase": "", "channel": channels[int(c)].name, "tau": int(t), "nbytes": float(b),
+                     "start_s": float(a), "end_s": float(e), "cut": bool(k)}
                     for c, t, b, a, e, k in zip(p["channel"], p["tau"], p["nbytes"], p["start_s"], p["end_s"],
                                                 p["cut"])]
         timeline.sort(key=lambda piece: (piece["start_s"], piece["end_s"]))

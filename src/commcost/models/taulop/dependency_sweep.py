@@ -1,0 +1,200 @@
+"""One dependency schedule priced under tau-Lop at many message sizes, with the exact shortcuts for large ones.
+
+A size sweep (every size a multiple of one built schedule, as
+:func:`commcost.selection.grid.price_sizes` asks) runs the event engine
+of :mod:`.dependency_engine` once per size, domains, laws and successors
+prepared once, the sizes on all cores (the compiled loop releases the GIL).
+
+Large schedules are mostly long runs of identical steps: a ring allgather
+on P ranks is P - 1 steps of P transmissions, 4.2 million on 2,048 ranks.
+Two shortcuts give the engine's own last completion, each applied only
+where checks on the data prove it exact, the whole run otherwise:
+
+* **A prefix run apart, the rest folded.** When the schedule is a prefix
+  (scatter_allgather_ring's binomial scatter) and then identical blocks
+  (:func:`.periodic.periodic_blocks`), the prefix runs alone. If every
+  transmission of the prefix has completed (bytes, latency and reduction)
+  before the first transmission after it can start, the prefix and the rest
+  never share a domain at the same time and no reduction queue carries
+  over, so the rest runs alone as well, each transmission released no
+  earlier than what it waits for in the prefix allows (the engine's
+  ``release``). The rest is then a ring on its own: where shifting ranks by
+  one node's ranks maps it onto itself, release times included, it is
+  folded to one node's share (:mod:`commcost.models.symmetry`, the same
+  argument as for whole schedules; the fold of its first two blocks,
+  repeated, :func:`~commcost.models.symmetry.repeat_fold`, instead of
+  checking millions of transmissions).
+* **A periodic tail** (:mod:`.periodic`): blocks that settle into a steady
+  state are priced from a run of their first few dozen blocks.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from commcost.models.group_max import group_max
+from commcost.models.symmetry import Fold, rank_shift_fold, repeat_fold
+from commcost.models.taulop.dependency_engine import (TRACE_FIELDS, Prepared, first_transmissions, prepare,
+                                                      run_prepared)
+from commcost.models.taulop.params import TransmissionLaw
+from commcost.models.taulop.periodic import Blocks, extrapolated_total, periodic_blocks
+
+PARALLEL_FROM = 500_000  # transmissions x factors from which a size sweep runs its factors on several cores
+PERIODIC_FROM = 100_000  # transmissions from which a sweep looks for a prefix and a periodic tail
+PERIODIC_TRIES = (24, 96)  # blocks run to find the steady state (a third of the blocks at most)
+SPLIT_SHARE = 8  # a prefix runs apart when it is at most this share of the transmissions
+
+
+class _Rest(NamedTuple):
+    """What follows a schedule's prefix, as a schedule of its own (waits into the prefix left out)."""
+
+    first: int  # the prefix: transmissions 0..first-1
+    prep: Prepared  # the rest
+    owner: np.ndarray  # each wait into the prefix: the waiting transmission (numbered in the rest) ...
+    waited: np.ndarray  # ... and the prefix transmission it waits for
+    roots: np.ndarray  # transmissions of the rest that wait for nothing in the rest
+    blocks: Blocks | None  # the identical blocks of the rest
+    fold: Fold | None  # the rest folded by a rank shift, if that is a symmetry of its structure
+    folded: Prepared | None
+    folded_blocks: Blocks | None
+
+
+def _prefix_end(phase: np.ndarray, blocks: Blocks | None) -> int:
+    """Where the prefix ends: before the blocks and the phases of one block's size just before them (the
+    first ring step waits for the scatter, not for a ring step, so it is not one of the identical blocks)."""
+    if blocks is None:
+        return 0
+    split, size = blocks.first, blocks.size
+    while split >= size and phase[split - size] == phase[split - 1] and (split == size or
+                                                                         phase[split - size - 1] != phase[split - 1]):
+        split -= size
+    return split
+
+
+def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | None, receivers: bool) -> _Rest:
+    """The schedule after its first ``first`` transmissions, prepared to run alone, folded where it can be."""
+    n = len(whole.src)
+    lo = int(whole.after_ptr[first])
+    owner = np.repeat(np.arange(n - first), np.diff(whole.after_ptr[first:]))
+    idx = whole.after_idx[lo:]
+    outside = idx < first
+    inner = np.bincount(owner[~outside], minlength=n - first)
+    ptr = np.zeros(n - first + 1, np.int64)
+    np.cumsum(inner, out=ptr[1:])
+    rest = Prepared(whole.dom[first:], whole.chan_of_dom, whole.laws, ptr, idx[~outside] - first,
+                    whole.src[first:], whole.dst[first:], whole.nprocs)
+    phase = phase[first:]
+    blocks = periodic_blocks(phase, (rest.dom, rest.src, rest.dst), rest.after_ptr, rest.after_idx)
+    fold = None
+    if shift and blocks is not None:  # fold the rest's prefix and first two blocks, and repeat (cheap)
+        head = first_transmissions(rest, blocks.first + 2 * blocks.size)
+        small = None if head is None else rank_shift_fold(
+            head.src, head.dst, phase[:len(head.src)], np.zeros(len(head.src)), whole.chan_of_dom[head.dom],
+            head.dom, head.after_ptr, head.after_idx, whole.nprocs, shift, receivers=receivers, min_transmissions=0)
+        fold = None if small is None else repeat_fold(small, blocks.first, blocks.size, blocks.count)
+    folded, folded_blocks = None, None
+    if fold is not None:
+        folded = Prepared(rest.dom[fold.keep], whole.chan_of_dom, whole.laws, fold.after_ptr, fold.after_idx,
+                          fold.src, fold.dst, fold.nprocs)
+        nf = int(np.count_nonzero(fold.keep < blocks.first))
+        folded_blocks = Blocks(nf, (len(fold.keep) - nf) // blocks.count, blocks.count)
+    return _Rest(first, rest, owner[outside], idx[outside], np.flatnonzero(inner == 0), blocks, fold, folded,
+                 folded_blocks)
+
+
+def _rest_last_end(whole: Prepared, rest: _Rest, nbytes: np.ndarray, service: np.ndarray | None) -> float | None:
+    """The last completion with the prefix run apart (module docstring), or None where it overlaps the rest."""
+    first = rest.first
+    head = first_transmissions(whole, first)
+    if head is None:
+        return None
+    out = run_prepared(head, nbytes[:first], None if service is None else service[:first], False)
+    done, end = out[0], out[1]
+    own = whole.dst[rest.waited] == whole.src[first + rest.owner]  # a wait for an own send sees its end
+    release = group_max(len(rest.prep.src), rest.owner, np.where(own, done[rest.waited], end[rest.waited]))
+    head_done = float(done.max(initial=0.0))
+    if float(release[rest.roots].min(initial=np.inf)) < head_done:  # the rest starts while the prefix runs
+        return None
+    nbytes, service = nbytes[first:], None if service is None else service[first:]
+    prep, blocks, fold = rest.prep, rest.blocks, rest.fold
+    if fold is not None and all(v is None or np.array_equal(v, v[fold.keep][fold.rep])
+                                for v in (nbytes, release, service)):
+        keep = fold.keep
+        prep, blocks, nbytes, release = rest.folded, rest.folded_blocks, nbytes[keep], release[keep]
+        service = None if service is None else service[keep]
+    total = None if blocks is None else _periodic_last_end(prep, blocks, nbytes, service, release)
+    if total is None:
+        total = float(run_prepared(prep, nbytes, service, False, release)[0].max(initial=0.0))
+    return max(total, head_done)
+
+
+def _periodic_last_end(prep: Prepared, blocks: Blocks, nbytes: np.ndarray, service: np.ndarray | None,
+                       release: np.ndarray | None = None) -> float | None:
+    """The last completion from a traced run of the first blocks (:mod:`.periodic`), or None (run it all)."""
+    first, size = blocks.first, blocks.size
+    for values in (nbytes, release, service):
+        if values is not None:
+            grid = values[first:].reshape(blocks.count, size)
+            if not (grid[1:] == grid[:-1]).all():
+                return None
+    for m in PERIODIC_TRIES:
+        if 3 * m > blocks.count:
+            break
+        stop = first + m * size
+        cut = first_transmissions(prep, stop)
+        if cut is None:
+            return None
+        out = run_prepared(cut, nbytes[:stop], None if service is None else service[:stop], True,
+                           None if release is None else release[:stop])
+        total = extrapolated_total(blocks, m, prep.src, prep.dst, prep.after_ptr, prep.after_idx, out[1], out[0],
+                                   dict(zip(TRACE_FIELDS, out[2:])))
+        if total is not None:
+            return total
+    return None
+
+
+def sweep_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
+                       dst: np.ndarray, nprocs: int, after_ptr: np.ndarray, after_idx: np.ndarray,
+                       laws: list[TransmissionLaw | None], factors: np.ndarray,
+                       service_of: Callable[[float], np.ndarray | None] | None = None,
+                       phase: np.ndarray | None = None, shift: int | None = None) -> np.ndarray:
+    """The last completion of the schedule with every size times each of ``factors`` (a size sweep).
+    ``service_of(f)`` gives the receivers' reduction times at factor f (None: no reductions). With
+    ``phase`` (each transmission's phase) a large schedule is priced with the shortcuts of the module
+    docstring where they are exact; ``shift``: the rank shift to fold the rest by (one node's ranks)."""
+    factors = np.asarray(factors, np.float64)
+    if len(src) == 0:
+        return np.zeros(len(factors))
+    prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)  # successors when first run
+    base = np.asarray(nbytes, np.float64)
+    services = [service_of(f) if service_of is not None else None for f in factors.tolist()]
+    blocks, rest = None, None
+    if phase is not None and len(src) >= PERIODIC_FROM:
+        phase = np.asarray(phase)
+        same = (prep.dom, base, prep.src, prep.dst) + (() if services[0] is None else (services[0],))
+        blocks = periodic_blocks(phase, same, prep.after_ptr, prep.after_idx)
+        split = _prefix_end(phase, blocks)
+        if split and SPLIT_SHARE * split <= len(src):  # a short prefix: running it apart costs little
+            rest = _rest_after(prep, split, phase, shift, services[0] is not None)
+
+    def last_end(k: int) -> float:
+        scaled = base * factors[k]
+        total = None
+        if rest is not None:
+            total = _rest_last_end(prep, rest, scaled, services[k])
+        if total is None and blocks is not None:
+            total = _periodic_last_end(prep, blocks, scaled, services[k])
+        if total is None:
+            total = float(run_prepared(prep, scaled, services[k], False)[0].max())
+        return total
+
+    workers = min(len(factors), os.cpu_count() or 1)
+    if workers > 1 and len(src) * len(factors) >= PARALLEL_FROM:
+        # the compiled loop releases the GIL: one run per factor on each core (same numbers, less wall time)
+        with ThreadPoolExecutor(workers) as pool:
+            return np.array(list(pool.map(last_end, range(len(factors)))))
+    return np.array([last_end(k) for k in range(len(factors))])
