@@ -87,12 +87,16 @@ def render_comparison(header: dict[str, Any], rows: list[tuple[str, int | None, 
     best = min((cost.time_s for *_, cost in rows), default=0.0)
     lines = [f"{header['collective']} of {format_nbytes(header['nbytes'])} on {header['procs']} ranks "
              f"(root {header['root']}, {header['mapping']}) under {header['model']}", ""]
-    lines.append(f"  {'id':>3}  {'algorithm':<44} {'parameters':<26} {'transm.':>9} {'phases':>7} "
-                 f"{'time':>11} {'vs best':>8}")
-    for name, ident, params, ntx, nphases, cost in rows:
-        text = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+    texts = [", ".join(f"{k}={v}" for k, v in params.items()) or "-" for _, _, params, *_ in rows]
+    wide_name = max([len("algorithm")] + [len(row[0]) for row in rows])  # columns as wide as their contents
+    wide_text = max([len("parameters")] + [len(text) for text in texts])
+    times = [format_seconds(row[-1].time_s, unit) for row in rows]
+    wide_time = max([11] + [len(text) for text in times])
+    lines.append(f"  {'id':>3}  {'algorithm':<{wide_name}} {'parameters':<{wide_text}} {'transm.':>9} {'phases':>7} "
+                 f"{'time':>{wide_time}} {'vs best':>8}")
+    for (name, ident, params, ntx, nphases, cost), text, time in zip(rows, texts, times):
         ratio = cost.time_s / best if best > 0 else 1.0
         mark = "  <- best" if cost.time_s == best else ""
-        lines.append(f"  {'' if ident is None else ident:>3}  {name:<44} {text:<26} {ntx:>9} {nphases:>7} "
-                     f"{format_seconds(cost.time_s, unit):>11} {ratio:>7.2f}x{mark}")
+        lines.append(f"  {'' if ident is None else ident:>3}  {name:<{wide_name}} {text:<{wide_text}} {ntx:>9} "
+                     f"{nphases:>7} {time:>{wide_time}} {ratio:>7.2f}x{mark}")
     return "\n".join(lines)
