@@ -156,7 +156,8 @@ def test_the_scatter_runs_apart_only_when_it_ends_before_the_ring_starts():
         prep = engine.prepare(placed.domain, placed.channel, s.src, s.dst, s.nprocs, s.after_ptr, s.after_idx,
                               whole.laws_for(placed))
         blocks = periodic_blocks(s.phase, (prep.dom, s.nbytes, prep.src, prep.dst), prep.after_ptr, prep.after_idx)
-        rest = engine._rest_after(prep, engine._prefix_end(s.phase, blocks), s.phase, 8, receivers=False)
+        rest = engine._rest_after(prep, engine._prefix_end(s.phase, blocks), s.phase, 8, receivers=False,
+                                  nbytes=s.nbytes)
         assert rest.first == nprocs - 1 and rest.fold is not None  # the scatter; the ring folds by a node
         for factor in FACTORS:
             total = engine._rest_last_end(prep, rest, s.nbytes * factor, None)
@@ -178,7 +179,7 @@ def test_the_fold_of_two_blocks_repeated_is_the_fold_of_the_whole(collective, na
                           TauLop(PARAMS).laws_for(placed))
     blocks = periodic_blocks(s.phase, (prep.dom, prep.src, prep.dst), prep.after_ptr, prep.after_idx, min_blocks=10)
     split = engine._prefix_end(s.phase, blocks)
-    rest = engine._rest_after(prep, split, s.phase, 8, receivers=False)
+    rest = engine._rest_after(prep, split, s.phase, 8, receivers=False, nbytes=s.nbytes)
     assert rest.fold is not None and rest.folded_blocks.count == rest.blocks.count
     r = rest.prep
     whole = rank_shift_fold(r.src, r.dst, s.phase[split:], np.zeros(len(r.src)), r.chan_of_dom[r.dom], r.dom,

@@ -58,9 +58,10 @@ class _Rest(NamedTuple):
     waited: np.ndarray  # ... and the prefix transmission it waits for
     roots: np.ndarray  # transmissions of the rest that wait for nothing in the rest
     blocks: Blocks | None  # the identical blocks of the rest
-    fold: Fold | None  # the rest folded by a rank shift, if that is a symmetry of its structure
-    folded: Prepared | None
-    folded_blocks: Blocks | None
+    fold: Fold | None  # the rest folded by a rank shift, if that is a symmetry of its structure, sizes and
+    folded: Prepared | None  # of which transmissions wait in the prefix (then only the release times are
+    folded_blocks: Blocks | None  # left to check, at the transmissions that wait there)
+    waiting: np.ndarray  # the transmissions of the rest that wait in the prefix
 
 
 def _prefix_end(phase: np.ndarray, blocks: Blocks | None) -> int:
@@ -75,7 +76,8 @@ def _prefix_end(phase: np.ndarray, blocks: Blocks | None) -> int:
     return split
 
 
-def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | None, receivers: bool) -> _Rest:
+def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | None, receivers: bool,
+                nbytes: np.ndarray) -> _Rest:
     """The schedule after its first ``first`` transmissions, prepared to run alone, folded where it can be."""
     n = len(whole.src)
     lo = int(whole.after_ptr[first])
@@ -96,6 +98,13 @@ def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | Non
             head.src, head.dst, phase[:len(head.src)], np.zeros(len(head.src)), whole.chan_of_dom[head.dom],
             head.dom, head.after_ptr, head.after_idx, whole.nprocs, shift, receivers=receivers, min_transmissions=0)
         fold = None if small is None else repeat_fold(small, blocks.first, blocks.size, blocks.count)
+    waiting = np.unique(owner[outside])
+    if fold is not None:
+        waits_there = np.zeros(n - first, bool)
+        waits_there[waiting] = True
+        sizes = nbytes[first:]
+        if not all(np.array_equal(v, v[fold.keep][fold.rep]) for v in (sizes, waits_there)):
+            fold = None
     folded, folded_blocks = None, None
     if fold is not None:
         folded = Prepared(rest.dom[fold.keep], whole.chan_of_dom, whole.laws, fold.after_ptr, fold.after_idx,
@@ -103,7 +112,7 @@ def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | Non
         nf = int(np.count_nonzero(fold.keep < blocks.first))
         folded_blocks = Blocks(nf, (len(fold.keep) - nf) // blocks.count, blocks.count)
     return _Rest(first, rest, owner[outside], idx[outside], np.flatnonzero(inner == 0), blocks, fold, folded,
-                 folded_blocks)
+                 folded_blocks, waiting)
 
 
 def _rest_last_end(whole: Prepared, rest: _Rest, nbytes: np.ndarray, service: np.ndarray | None) -> float | None:
@@ -121,8 +130,9 @@ def _rest_last_end(whole: Prepared, rest: _Rest, nbytes: np.ndarray, service: np
         return None
     nbytes, service = nbytes[first:], None if service is None else service[first:]
     prep, blocks, fold = rest.prep, rest.blocks, rest.fold
-    if fold is not None and all(v is None or np.array_equal(v, v[fold.keep][fold.rep])
-                                for v in (nbytes, release, service)):
+    at = rest.waiting  # the other release times are 0, and so are those of their images (checked once)
+    if fold is not None and np.array_equal(release[at], release[fold.keep[fold.rep[at]]]) and (
+            service is None or np.array_equal(service, service[fold.keep][fold.rep])):
         keep = fold.keep
         prep, blocks, nbytes, release = rest.folded, rest.folded_blocks, nbytes[keep], release[keep]
         service = None if service is None else service[keep]
@@ -179,7 +189,7 @@ def sweep_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarr
         blocks = periodic_blocks(phase, same, prep.after_ptr, prep.after_idx)
         split = _prefix_end(phase, blocks)
         if split and SPLIT_SHARE * split <= len(src):  # a short prefix: running it apart costs little
-            rest = _rest_after(prep, split, phase, shift, services[0] is not None)
+            rest = _rest_after(prep, split, phase, shift, services[0] is not None, base)
 
     def last_end(k: int) -> float:
         scaled = base * factors[k]

@@ -22,7 +22,7 @@ def channel_laws(params: TauLopParams, placed: PlacedSchedule,
                  cache: dict[tuple[str, tuple[str, ...]], TransmissionLaw] | None = None) -> list[TransmissionLaw]:
     """The compiled law of each channel the schedule uses (None for the others); ``cache`` keeps compiled
     laws between calls (a law compiles its tables once per tau)."""
-    used = set(np.unique(placed.channel).tolist())
+    used = set(np.flatnonzero(np.bincount(placed.channel, minlength=len(placed.platform.channels))).tolist())
     cache = {} if cache is None else cache
     laws = []
     for index, ch in enumerate(placed.platform.channels):
