@@ -147,3 +147,44 @@ def test_partition_png(tmp_path):
 def test_columns_can_be_forced():
     part = column_partition(np.ones(6), 12, ["a"] * 6, block=1, columns=2)
     assert sorted(set(part.w.tolist())) == [6] and sorted(set(part.h.tolist())) == [4]
+
+
+def _pairwise_overlap(x, y, w, h):
+    """The P x P check first_overlap replaces, for small P: the lowest pair of ranks sharing a block."""
+    from commcost.kernels.partition2d import overlap
+    over = overlap(x[:, None], w[:, None], x, w) * overlap(y[:, None], h[:, None], y, h)
+    np.fill_diagonal(over, 0)
+    pairs = np.argwhere(np.triu(over))
+    return None if len(pairs) == 0 else pairs
+
+
+@pytest.mark.parametrize("swept", [False, True])
+def test_overlaps_are_found_without_a_p_by_p_matrix(monkeypatch, swept):
+    """first_overlap (a coverage grid over distinct edges, or a sweep over columns when the grid would be
+    large) finds a pair exactly when the P x P check does, and a pair it finds does overlap."""
+    import commcost.kernels.partition2d as p2d
+    if swept:
+        monkeypatch.setattr(p2d, "MAX_CELLS", 0)
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        p = int(rng.integers(1, 9))
+        x, y = rng.integers(0, 12, p), rng.integers(0, 12, p)
+        w, h = rng.integers(1, 5, p), rng.integers(1, 5, p)
+        found, pairs = p2d.first_overlap(x, y, w, h), _pairwise_overlap(x, y, w, h)
+        assert (found is None) == (pairs is None)
+        if found is not None:
+            assert any(tuple(pair) == found for pair in pairs.tolist())
+
+
+def test_a_million_rank_partition_validates_in_linear_memory():
+    """1,000,000 one-block rectangles tiling a 1000 x 1000 matrix: the old P x P overlap check needed
+    8 TB; the grid of distinct edges is 1001 x 1001. A moved rectangle is found."""
+    n = 1000
+    y, x = np.divmod(np.arange(n * n), n)
+    ones = np.ones(n * n, np.int64)
+    part = Partition2D(n, 1, tuple(f"node{r // 32}" for r in range(n * n)), x, y, ones, ones)
+    assert part.nprocs == n * n
+    x = x.copy()
+    x[5] = 4  # rank 5 now covers rank 4's block (and block (0, 5) is left uncovered)
+    with pytest.raises(InputError, match="ranks 4 and 5 both cover block"):
+        Partition2D(n, 1, part.hosts, x, y, ones, ones)

@@ -9,6 +9,7 @@ balancing algorithms that produce it live in :mod:`commcost.partition`.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,23 +79,76 @@ class Partition2D:
             raise InputError(f"expected N >= 1 blocks and a block size >= 1, got N={n}, kb={self.block}")
         if not all(len(a) == p for a in (self.x, self.y, self.w, self.h)):
             raise InputError("expected x, y, w, h for every process")
-        for rank in range(p):
-            x, y, w, h = (int(a[rank]) for a in (self.x, self.y, self.w, self.h))
-            if w < 1 or h < 1 or x < 0 or y < 0 or x + w > n or y + h > n:
-                raise InputError(f"rank {rank}: rectangle x={x} y={y} w={w} h={h} is not inside the "
-                                 f"{n} x {n} block matrix (expected w, h >= 1 and x+w, y+h <= {n})",
-                                 where=f"rank {rank}")
-        over = (overlap(self.x[:, None], self.w[:, None], self.x, self.w)
-                * overlap(self.y[:, None], self.h[:, None], self.y, self.h))
-        np.fill_diagonal(over, 0)
-        if np.any(over):
-            a, b = (int(v) for v in np.argwhere(over)[0])
-            row, col = max(self.y[a], self.y[b]), max(self.x[a], self.x[b])
+        x, y, w, h = self.x, self.y, self.w, self.h
+        outside = np.flatnonzero((w < 1) | (h < 1) | (x < 0) | (y < 0) | (x + w > n) | (y + h > n))
+        if len(outside):
+            rank = int(outside[0])
+            raise InputError(f"rank {rank}: rectangle x={x[rank]} y={y[rank]} w={w[rank]} h={h[rank]} is not inside "
+                             f"the {n} x {n} block matrix (expected w, h >= 1 and x+w, y+h <= {n})",
+                             where=f"rank {rank}")
+        twice = first_overlap(x, y, w, h)
+        if twice is not None:
+            a, b = twice
+            row, col = max(y[a], y[b]), max(x[a], x[b])
             raise InputError(f"ranks {a} and {b} both cover block (row {row}, column {col}); "
                              "expected the rectangles to tile the matrix exactly once")
         if int(self.area.sum()) != n * n:
             raise InputError(f"the rectangles cover {int(self.area.sum())} of the {n * n} blocks; "
                              "expected them to tile the matrix exactly once")
+
+MAX_CELLS = 1 << 24  # distinct columns x distinct rows up to which overlaps are found on a coverage grid
+
+
+def first_overlap(x: np.ndarray, y: np.ndarray, w: np.ndarray, h: np.ndarray) -> tuple[int, int] | None:
+    """Two ranks whose rectangles share a block (the lowest such pair found), or None: in O(P) memory.
+
+    On the grid of distinct rectangle edges (one cell per distinct column range x distinct row range)
+    each rectangle adds 1 to the cells it covers (a 2D difference array and two cumulative sums); a cell
+    above 1 is covered twice. Partitions whose edges do not fit such a grid (more than ``MAX_CELLS``
+    cells) are swept left to right instead, keeping the row ranges of the rectangles open at each column:
+    they are disjoint while nothing overlaps, so a new one need only be compared with its neighbours.
+    """
+    xs = np.unique(np.concatenate([x, x + w]))
+    ys = np.unique(np.concatenate([y, y + h]))
+    if len(xs) * len(ys) <= MAX_CELLS:
+        grid = np.zeros((len(xs), len(ys)), np.int32)
+        x0, x1 = np.searchsorted(xs, x), np.searchsorted(xs, x + w)
+        y0, y1 = np.searchsorted(ys, y), np.searchsorted(ys, y + h)
+        for sign, i, j in ((1, x0, y0), (-1, x1, y0), (-1, x0, y1), (1, x1, y1)):
+            np.add.at(grid, (i, j), sign)
+        cover = grid.cumsum(axis=0).cumsum(axis=1)
+        if cover.max(initial=0) <= 1:
+            return None
+        i, j = (int(v) for v in np.argwhere(cover > 1)[0])
+        ranks = np.flatnonzero((x <= xs[i]) & (x + w > xs[i]) & (y <= ys[j]) & (y + h > ys[j]))
+        return int(ranks[0]), int(ranks[1])
+    return _swept_overlap(x, y, w, h)
+
+
+def _swept_overlap(x, y, w, h) -> tuple[int, int] | None:
+    """:func:`first_overlap` by a sweep over columns (rectangles leave before others enter at one column)."""
+    leave = np.stack([x + w, np.zeros_like(x), np.arange(len(x))], axis=1)
+    enter = np.stack([x, np.ones_like(x), np.arange(len(x))], axis=1)
+    events = np.concatenate([leave, enter])
+    events = events[np.lexsort((events[:, 2], events[:, 1], events[:, 0]))]
+    starts: list[int] = []  # the open row ranges, by first row: disjoint
+    owners: list[int] = []
+    for _, kind, rank in events.tolist():
+        lo, hi = int(y[rank]), int(y[rank] + h[rank])
+        at = bisect.bisect_left(starts, lo)
+        if kind == 0:
+            while owners[at] != rank:
+                at += 1
+            del starts[at], owners[at]
+            continue
+        if at > 0 and y[owners[at - 1]] + h[owners[at - 1]] > lo:
+            return tuple(sorted((owners[at - 1], rank)))  # type: ignore[return-value]
+        if at < len(starts) and starts[at] < hi:
+            return tuple(sorted((owners[at], rank)))  # type: ignore[return-value]
+        starts.insert(at, lo)
+        owners.insert(at, rank)
+    return None
+
 
 def overlap(lo_a: np.ndarray | int, len_a: np.ndarray | int,
             lo_b: np.ndarray | int, len_b: np.ndarray | int) -> np.ndarray:
