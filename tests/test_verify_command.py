@@ -81,6 +81,14 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert main(["verify", str(tmp_path), "--collectives", "barrier"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--collectives" in err and "\n" not in err
+    # verify starts real ranks: no more than a calibration would (10^7 ranks was a fork bomb)
+    assert main(["verify", str(tmp_path), "--procs", "2,10000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--procs: expected values <= 4,096, got 10,000,000" in err and "\n" not in err
+    (tmp_path / "params.toml").write_text("[meta]\nprocs = 100000\n")
+    assert main(["verify", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "params.toml" in err and "procs = 100,000" in err and "\n" not in err
 
 
 @needs_mpi

@@ -6,7 +6,7 @@ from commcost.errors import InputError
 from commcost.units import parse_nbytes
 
 
-def parse_points(text: str, option: str, minimum: int, sizes: bool = False) -> list[int]:
+def parse_points(text: str, option: str, minimum: int, sizes: bool = False, maximum: int | None = None) -> list[int]:
     """``LO..HI`` (LO, then every power of two between, then HI) or a comma list; sizes take KiB/MiB.
 
     ``2..4096`` gives 2, 4, ..., 4096; ``3..100`` gives 3, 4, 8, ..., 64, 100;
@@ -22,6 +22,8 @@ def parse_points(text: str, option: str, minimum: int, sizes: bool = False) -> l
             raise InputError(f"expected an integer, got {item!r}", where=option) from None
         if value < minimum:
             raise InputError(f"expected values >= {minimum}, got {value}", where=option)
+        if maximum is not None and value > maximum:
+            raise InputError(f"expected values <= {maximum:,}, got {value:,}", where=option)
         return value
 
     if ".." in text:

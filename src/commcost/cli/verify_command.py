@@ -166,8 +166,9 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list
             key = (row.algorithm, row.collective, row.nbytes, row.nprocs)
             if key not in seen:
                 seen.add(key)
-                print(f"  {row.algorithm:<7} P={row.nprocs:<3} {row.collective:<9} {row.nbytes:>9} B  {row.time_s_median or 0:.3e} s "
-                      f"({row.reps} reps{'' if row.converged else ', budget out'})", flush=True)
+                print(f"  {row.algorithm:<7} P={row.nprocs:<3} {row.collective:<9} {row.nbytes:>9} B  "
+                      f"{row.time_s_median or 0:.3e} s ({row.reps} reps{'' if row.converged else ', budget out'})",
+                      flush=True)
 
     poll()
     launches = [(nprocs, label) for nprocs in procs for label in LABELS]
@@ -339,6 +340,7 @@ def _page(args: argparse.Namespace, report: dict, conf: Path):
 @command("verify", "time each tuned collective with and without the rules files (measured vs predicted gain)",
          _configure)
 def _verify(args: argparse.Namespace) -> int:
+    from commcost.calibration.plan import MAX_CALIBRATION_RANKS
     from commcost.cli.grid_options import parse_points
     from commcost.io.deployed_rules import DeployedRules
     from commcost.io.params_file import load_params
@@ -351,11 +353,14 @@ def _verify(args: argparse.Namespace) -> int:
         raise InputError("turns on no rules file (coll_tuned_use_dynamic_rules, coll_han_use_dynamic_file_rules)",
                          source=str(conf))
     if args.procs:
-        procs = parse_points(args.procs, "--procs", 2)
+        procs = parse_points(args.procs, "--procs", 2, maximum=MAX_CALIBRATION_RANKS)  # real ranks are started
     else:
         params = args.rules_dir / "params.toml"
         meta_procs = load_params(params).meta.get("procs") if params.is_file() else None
         procs = [int(meta_procs) if isinstance(meta_procs, int) and meta_procs >= 2 else 2]
+        if procs[0] > MAX_CALIBRATION_RANKS:
+            raise InputError(f"procs = {procs[0]:,}: verify starts that many ranks; expected at most "
+                             f"{MAX_CALIBRATION_RANKS:,} (give --procs)", source=str(params))
     if not args.budget > 0:
         raise InputError(f"expected a positive number of seconds, got {args.budget}", where="--budget")
     collectives = _collectives(args, rules)
