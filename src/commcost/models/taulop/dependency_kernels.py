@@ -195,6 +195,20 @@ def _dom_remove(hk, hd, pos, d):  # pragma: no cover - compiled
         _dom_sift(hk, hd, pos, i)
 
 
+@njit(inline=True)
+def _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau, nbytes, start, end,
+            cut):  # pragma: no cover - compiled
+    """Trace one piece of domain d (its concurrency, bytes moved, start and end, whether a join cut it);
+    returns the number of pieces traced."""
+    tr_dom[ntr] = d
+    tr_tau[ntr] = tau
+    tr_bytes[ntr] = nbytes
+    tr_start[ntr] = start
+    tr_end[ntr] = end
+    tr_cut[ntr] = cut
+    return ntr + 1
+
+
 @njit
 def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, release, nprocs,
                xs, xs_off, ys, row_off, slope, period, tau_sat, hold, trace):  # pragma: no cover - compiled
@@ -282,23 +296,13 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
                     if t < tend[d] - 1e-12 * tend[d]:
                         B = B0[d] + dB[d] * ((t - t0[d]) / dur[d])
                         if trace:
-                            tr_dom[ntr] = d
-                            tr_tau[ntr] = tau[d]
-                            tr_bytes[ntr] = B - B0[d]
-                            tr_start[ntr] = t0[d]
-                            tr_end[ntr] = t
-                            tr_cut[ntr] = True
-                            ntr += 1
+                            ntr = _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau[d],
+                                          B - B0[d], t0[d], t, True)
                         B0[d] = B
                     else:
                         if trace:
-                            tr_dom[ntr] = d
-                            tr_tau[ntr] = tau[d]
-                            tr_bytes[ntr] = dB[d]
-                            tr_start[ntr] = t0[d]
-                            tr_end[ntr] = t
-                            tr_cut[ntr] = False
-                            ntr += 1
+                            ntr = _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau[d],
+                                          dB[d], t0[d], t, False)
                         B0[d] = B0[d] + dB[d]
                         nready, rsize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, end, done, service,
                                                 dst, src, recv_free, succ_ptr, succ_idx, ready_at, pending, ready,
@@ -336,13 +340,8 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
             _dom_remove(hk, hd, pos, d)
             B = B0[d] + dB[d]
             if trace:
-                tr_dom[ntr] = d
-                tr_tau[ntr] = tau[d]
-                tr_bytes[ntr] = dB[d]
-                tr_start[ntr] = t0[d]
-                tr_end[ntr] = t
-                tr_cut[ntr] = False
-                ntr += 1
+                ntr = _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau[d], dB[d], t0[d], t,
+                              False)
             nready, rsize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, end, done, service, dst, src,
                                     recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize)
             B0[d] = B
