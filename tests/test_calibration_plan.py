@@ -223,3 +223,23 @@ def test_fit_hockney_reports_eager_and_rendezvous_segments(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)["channels"]["shm"]["segments"]
     assert report["breaks"] == [[16384.0, 65536.0]]
     assert [s["params"]["alpha_s"] for s in report["segments"]] == pytest.approx([1e-6, 8e-6], rel=1e-3)
+
+
+def test_a_launch_that_dies_at_start_up_is_launched_once_more(monkeypatch):
+    """Open MPI's PMIx listener thread sometimes fails to start (exit 213 within a second): calibrate and
+    verify launch such a run once more; a run that failed after working a while, a clean exit, a run stopped
+    at its budget (124) or a retry the budget has no room for is not repeated."""
+    import commcost.cli.mpi_launch as launch
+    monkeypatch.setattr(launch.time, "sleep", lambda s: None)
+    for codes, room, expected, calls in (([213, 0], True, 0, 2), ([213, 213], True, 213, 2), ([0], True, 0, 1),
+                                         ([124], True, 124, 1), ([213, 0], False, 213, 1)):
+        seen = []
+
+        def once():
+            seen.append(1)
+            return codes[len(seen) - 1]
+
+        assert launch.launch_retrying(once, lambda: room) == expected and len(seen) == calls
+    monkeypatch.setattr(launch, "RETRY_WITHIN_S", -1.0)  # every failure now came "late": no retry
+    seen = []
+    assert launch.launch_retrying(lambda: seen.append(1) or 213) == 213 and len(seen) == 1

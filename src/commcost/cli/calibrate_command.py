@@ -37,7 +37,7 @@ from pathlib import Path
 
 from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, MAX_CALIBRATION_RANKS, Run
 from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
-                                     find_mpirun, launch_line, run_worker, worker_args)
+                                     find_mpirun, launch_line, launch_retrying, run_worker, worker_args)
 from commcost.cli.options import (add_format_option, add_unit_option, print_json, progress_stream, seconds_budget,
                                   wants_json)
 from commcost.cli.registry import command
@@ -49,7 +49,6 @@ FIT_S = 6.0  # kept back from the budget for the fits and the parameter file
 GRACE_S = 4.0  # a run may overrun its share by this much before it is stopped
 MIN_POINT_S = 0.25  # fewer sizes below this per-point budget
 MIN_SIZES = 4
-RETRY_WITHIN_S = 10.0  # a run that fails this soon failed to start: it is launched once more
 MIN_RUN_S = 0.5  # a run whose share is below this is not started
 
 
@@ -274,14 +273,10 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
                 skipped.append(name)
                 continue
             progress.describe(name)
-            for attempt in range(2):  # a launch that dies at start-up (PMIx listener, port clash) gets one retry
-                begun = time.monotonic()
-                rc = _run(args, mpirun, run, sizes, share, csv_path,
-                          min(share + STARTUP_S + GRACE_S, hard_deadline - time.monotonic()), poll)
-                if rc in (0, 124) or time.monotonic() - begun > RETRY_WITHIN_S or \
-                        hard_deadline - time.monotonic() < MIN_RUN_S + STARTUP_S:
-                    break
-                time.sleep(1.0)
+            rc = launch_retrying(  # a launch that dies at start-up (PMIx listener, port clash) gets one retry
+                lambda: _run(args, mpirun, run, sizes, share, csv_path,
+                             min(share + STARTUP_S + GRACE_S, hard_deadline - time.monotonic()), poll),
+                lambda: hard_deadline - time.monotonic() >= MIN_RUN_S + STARTUP_S)
             if rc == 124:  # stopped at its share of the budget: what it measured stays, the rest resumes later
                 skipped.append(f"{name} (stopped at the budget)")
             elif rc != 0:

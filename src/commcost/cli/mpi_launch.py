@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from commcost.calibration.plan import SEGSIZE, Run
 from commcost.errors import InputError
@@ -178,6 +179,20 @@ def run_worker(cmd: list[str], env: dict[str, str], timeout_s: float, poll) -> i
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+RETRY_WITHIN_S = 10.0  # a launch that fails this soon failed to start: it is launched once more
+
+
+def launch_retrying(launch: Callable[[], int], room: Callable[[], bool] = lambda: True) -> int:
+    """Run ``launch()`` (an exit code); a failure within ``RETRY_WITHIN_S`` of its start (Open MPI's PMIx
+    listener thread failing to start, a port clash) is launched once more, if ``room()`` (the budget) allows."""
+    begun = time.monotonic()
+    rc = launch()
+    if rc not in (0, 124) and time.monotonic() - begun <= RETRY_WITHIN_S and room():
+        time.sleep(1.0)
+        rc = launch()
+    return rc
 
 
 def slurm_lines(nodes: int, ppn: int, procs: int) -> dict[str, str]:

@@ -150,7 +150,7 @@ def environments(conf: Path, system: Path | None = None) -> dict[str, dict[str, 
 def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list[str]:
     """Per rank count, run the default and the rules side (equal shares of the budget); the failed launches."""
     from commcost.calibration.plan import Run
-    from commcost.cli.mpi_launch import find_mpirun, launch_line, run_worker, worker_args
+    from commcost.cli.mpi_launch import find_mpirun, launch_line, launch_retrying, run_worker, worker_args
     from commcost.io.measurements import read_measurements
 
     mpirun = None if args.launcher else find_mpirun(args.mpirun)
@@ -186,7 +186,8 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list
         cmd = [*line, *worker_args(csv_path, CHANNEL, label, sizes, share), "--calls", calls]
         if label == "rules":  # every rank must get the parameter file, else this side silently runs the default
             cmd += ["--expect-env", f"{PARAM_FILES}={envs[label][PARAM_FILES]}"]
-        rc = run_worker(cmd, envs[label], share + STARTUP_S + 4.0, poll)
+        rc = launch_retrying(lambda: run_worker(cmd, envs[label], share + STARTUP_S + 4.0, poll),
+                             lambda: args.budget - (time.monotonic() - started) >= MIN_SHARE_S)
         if rc not in (0, 124):
             failed.append(f"P={nprocs} {label} (exit {rc})")
     poll()
