@@ -123,8 +123,9 @@ def _rest_last_end(whole: Prepared, rest: _Rest, nbytes: np.ndarray, service: np
         return None
     out = run_prepared(head, nbytes[:first], None if service is None else service[:first], False)
     done, end = out[0], out[1]
-    own = whole.dst[rest.waited] == whole.src[first + rest.owner]  # a wait for an own send sees its end
-    release = group_max(len(rest.prep.src), rest.owner, np.where(own, done[rest.waited], end[rest.waited]))
+    # a wait for a reception sees its completion (reduction included), a wait for an own send its end
+    received = whole.dst[rest.waited] == whole.src[first + rest.owner]
+    release = group_max(len(rest.prep.src), rest.owner, np.where(received, done[rest.waited], end[rest.waited]))
     head_done = float(done.max(initial=0.0))
     if float(release[rest.roots].min(initial=np.inf)) < head_done:  # the rest starts while the prefix runs
         return None
