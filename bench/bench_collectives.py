@@ -85,6 +85,11 @@ def main() -> None:
     grid, t_sweep = results[False][0], results[False][1]
     ratio = t_sweep / results[True][1]
     print(f"  dependencies / phase barriers, time to price: {ratio:.2f}x")
+    builds = min(build_seconds(bcasts, procs, sizes) for _ in range(3))
+    left = [results[b][1] - builds for b in (False, True)]
+    print(f"  of which building the schedules (the same for both): best {builds:.3f} s of 3; pricing alone "
+          f"about {left[0]:.3f} s against {left[1]:.3f} s ({left[0] / max(left[1], 1e-9):.2f}x; build time varies "
+          "from run to run with memory)")
     rel = results[True][0].time_s / grid.time_s
     print(f"  barrier price / dependency price: median {np.median(rel):.2f}x, max {rel.max():.2f}x; "
           f"the pick differs in {int(np.sum(results[True][0].best() != grid.best()))} of "
@@ -132,6 +137,24 @@ def main() -> None:
               f"(dependencies / barriers: {(t2 - t1) / (t4 - t3):.2f}x the time; build + price "
               f"{(t2 - t0) / (t1 - t0 + t4 - t3):.2f}x); predicted {old.time_s * 1e3:.3f} ms "
               f"({old.time_s / cost.time_s:.2f}x the dependency price)")
+
+
+def build_seconds(bcasts, procs, sizes) -> float:
+    """Seconds to build the schedules a size sweep builds (one per algorithm, P and size class), alone."""
+    t0 = time.perf_counter()
+    for nprocs in procs:
+        for algorithm in bcasts:
+            values = algorithm.resolve_params({})
+            if not algorithm.supports(nprocs):
+                continue
+            built = set()
+            for nbytes in sizes:
+                unit = algorithm.scale_unit(values, nprocs, nbytes)
+                key = nbytes if unit is None else unit
+                if key not in built:
+                    built.add(key)
+                    build(algorithm, Case(algorithm.collective, nprocs, key), values)
+    return time.perf_counter() - t0
 
 
 def select_figures(bcasts, procs, sizes, platform, mapping_of, model, grid) -> None:

@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 
 from commcost.models.dependency_timeline import successors
-from commcost.models.taulop.dependency_kernels import event_loop
+from commcost.models.taulop.dependency_kernels import FIXED_TABLE_MAX, event_loop, fixed_table
 from commcost.models.taulop.params import TransmissionLaw
 
 TRACE_FIELDS = ("domain", "tau", "nbytes", "start_s", "end_s", "cut")
@@ -157,6 +157,12 @@ class Prepared:
     def succ(self) -> tuple[np.ndarray, np.ndarray]:
         return successors(self.after_ptr, self.after_idx, len(self.src))
 
+    @cached_property
+    def fixed_of(self) -> np.ndarray:
+        """T^c(0, tau) for tau up to the most transmissions a domain holds (at most FIXED_TABLE_MAX)."""
+        most = int(np.bincount(self.dom).max(initial=1)) if len(self.dom) else 1
+        return fixed_table(min(max(most, 1), FIXED_TABLE_MAX), *self.laws)
+
 
 def prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws) -> Prepared:
     """A schedule prepared for the engine: domains renumbered, laws flattened."""
@@ -185,7 +191,8 @@ def run_prepared(prep: Prepared, nbytes: np.ndarray, service_s: np.ndarray | Non
     release = np.zeros(n) if release is None else np.ascontiguousarray(release, np.float64)
     succ_ptr, succ_idx = prep.succ
     return event_loop(prep.dom, prep.chan_of_dom, np.ascontiguousarray(nbytes, np.float64), prep.after_ptr,
-                      succ_ptr, succ_idx, prep.src, prep.dst, service, release, prep.nprocs, *prep.laws, bool(trace))
+                      succ_ptr, succ_idx, prep.src, prep.dst, service, release, prep.nprocs, *prep.laws, prep.fixed_of,
+                      bool(trace))
 
 
 def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,

@@ -14,7 +14,7 @@ per module and function): an indexed heap of the running pieces' ends (one
 entry per busy domain, moved in place when a join or an end changes the
 piece, so no stale events: ``_dom_*``), a heap of future releases (the
 heap of :mod:`commcost.models.dependency_timeline`), one heap of finishing
-marks per domain (``_mark_*``) and a table of T^c(0, tau) (``_fixed_table``);
+marks per domain (``_mark_*``) and a table of T^c(0, tau) (:func:`fixed_table`);
 O(E log E). Each channel's law is passed as flat arrays
 (:class:`.dependency_engine.LawArrays`, the compiled grids of
 :class:`~.params.TransmissionLaw`) and evaluated by :func:`law_time` as
@@ -126,8 +126,9 @@ def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
 
 
 @njit
-def _fixed_table(top, xs, xs_off, ys, row_off, slope, period, tau_sat, hold):  # pragma: no cover - compiled
-    """T^c(0, tau) for every channel c and tau = 0..top."""
+def fixed_table(top, xs, xs_off, ys, row_off, slope, period, tau_sat, hold):  # pragma: no cover - compiled
+    """T^c(0, tau) for every channel c and tau = 0..top (tau in a domain never exceeds its number of
+    transmissions; the event loop computes larger ones, up to ``FIXED_TABLE_MAX``, as it meets them)."""
     nchan = len(xs_off) - 1
     table = np.zeros((nchan, top + 1))
     for c in range(nchan):
@@ -211,12 +212,13 @@ def _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau, nby
 
 @njit
 def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, release, nprocs,
-               xs, xs_off, ys, row_off, slope, period, tau_sat, hold, trace):  # pragma: no cover - compiled
+               xs, xs_off, ys, row_off, slope, period, tau_sat, hold, fixed_of, trace):  # pragma: no cover - compiled
     """Price one prepared dependency schedule (module docstring): per transmission its compacted domain
     ``dom``, bytes, sender and receiver, the receiver's reduction time ``service``, the earliest time it may
     start ``release`` (0: when its waits allow) and the CSR lists of what it waits for (``after_ptr``) and
     what waits for it (``succ_ptr``/``succ_idx``); ``chan_of_dom`` each domain's channel; then the
-    :class:`.dependency_engine.LawArrays` fields. Returns (done, end) per transmission and the traced pieces'
+    :class:`.dependency_engine.LawArrays` fields and ``fixed_of[c, tau]`` = T^c(0, tau) (:func:`fixed_table`:
+    computed once per schedule, not per run). Returns (done, end) per transmission and the traced pieces'
     (domain, tau, nbytes, start, end, cut) arrays, empty unless ``trace``."""
     n = len(dom)
     ndom = len(chan_of_dom)
@@ -244,10 +246,7 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
     mkey = np.empty(n)
     mid = np.empty(n, np.int64)
     msize = np.zeros(ndom, np.int64)
-    # tau in a domain never exceeds its number of transmissions
-    fixed_of = _fixed_table(min(max(count.max(), 1), FIXED_TABLE_MAX), xs, xs_off, ys, row_off, slope, period,
-                            tau_sat, hold)
-    top_tau = fixed_of.shape[1] - 1
+    top_tau = fixed_of.shape[1] - 1  # T^c(0, tau) tabulated up to here, computed beyond
     # events: the running pieces' ends (one entry per busy domain, moved when the piece changes) and
     # future releases (time, job)
     hk = np.empty(ndom)

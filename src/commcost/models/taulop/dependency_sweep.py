@@ -44,7 +44,7 @@ from commcost.models.taulop.params import TransmissionLaw
 from commcost.models.taulop.periodic import Blocks, extrapolated_total, periodic_blocks
 
 PARALLEL_FROM = 500_000  # transmissions x factors from which a size sweep runs its factors on several cores
-PERIODIC_FROM = 100_000  # transmissions from which a sweep looks for a prefix and a periodic tail
+PERIODIC_FROM = 20_000  # transmissions from which a sweep looks for a prefix and a periodic tail
 PERIODIC_TRIES = (24, 96)  # blocks run to find the steady state (a third of the blocks at most)
 SPLIT_SHARE = 8  # a prefix runs apart when it is at most this share of the transmissions
 
