@@ -31,7 +31,7 @@ def cluster(nnodes: int, ppn: int) -> Platform:
 
 @pytest.fixture
 def small_tails(monkeypatch):
-    """Take the shortcuts in small schedules too (the defaults wait for 100,000 transmissions), and record
+    """Take the shortcuts in small schedules too (the defaults wait for 20,000 transmissions), and record
     how many transmissions each event-loop run has."""
     monkeypatch.setattr(engine, "PERIODIC_FROM", 0)
     monkeypatch.setattr(engine, "PERIODIC_TRIES", (20, 40))
