@@ -36,12 +36,11 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from commcost.models.group_max import group_max
 from commcost.models.symmetry import Fold, rank_shift_fold, repeat_fold
 from commcost.models.taulop.dependency_engine import (TRACE_FIELDS, Prepared, first_transmissions, prepare,
                                                       run_prepared)
 from commcost.models.taulop.params import TransmissionLaw
-from commcost.models.taulop.periodic import Blocks, extrapolated_total, periodic_blocks
+from commcost.models.taulop.periodic import Blocks, extrapolated_total, periodic_blocks, wait_release
 
 PARALLEL_FROM = 500_000  # transmissions x factors from which a size sweep runs its factors on several cores
 PERIODIC_FROM = 20_000  # transmissions from which a sweep looks for a prefix and a periodic tail
@@ -53,6 +52,7 @@ class _Rest(NamedTuple):
     """What follows a schedule's prefix, as a schedule of its own (waits into the prefix left out)."""
 
     first: int  # the prefix: transmissions 0..first-1
+    head: Prepared | None  # the prefix, to run alone (None: a prefix transmission waits for a later one)
     prep: Prepared  # the rest
     owner: np.ndarray  # each wait into the prefix: the waiting transmission (numbered in the rest) ...
     waited: np.ndarray  # ... and the prefix transmission it waits for
@@ -103,7 +103,7 @@ def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | Non
         waits_there = np.zeros(n - first, bool)
         waits_there[waiting] = True
         sizes = nbytes[first:]
-        if not all(np.array_equal(v, v[fold.keep][fold.rep]) for v in (sizes, waits_there)):
+        if not (_symmetric(sizes, fold) and _symmetric(waits_there, fold)):
             fold = None
     folded, folded_blocks = None, None
     if fold is not None:
@@ -111,21 +111,24 @@ def _rest_after(whole: Prepared, first: int, phase: np.ndarray, shift: int | Non
                           fold.src, fold.dst, fold.nprocs)
         nf = int(np.count_nonzero(fold.keep < blocks.first))
         folded_blocks = Blocks(nf, (len(fold.keep) - nf) // blocks.count, blocks.count)
-    return _Rest(first, rest, owner[outside], idx[outside], np.flatnonzero(inner == 0), blocks, fold, folded,
-                 folded_blocks, waiting)
+    return _Rest(first, first_transmissions(whole, first), rest, owner[outside], idx[outside],
+                 np.flatnonzero(inner == 0), blocks, fold, folded, folded_blocks, waiting)
+
+
+def _symmetric(values: np.ndarray, fold: Fold) -> bool:
+    """Whether every transmission's value is its representative's (the fold's shift keeps them)."""
+    return np.array_equal(values, values[fold.keep][fold.rep])
 
 
 def _rest_last_end(whole: Prepared, rest: _Rest, nbytes: np.ndarray, service: np.ndarray | None) -> float | None:
     """The last completion with the prefix run apart (module docstring), or None where it overlaps the rest."""
     first = rest.first
-    head = first_transmissions(whole, first)
-    if head is None:
+    if rest.head is None:
         return None
-    out = run_prepared(head, nbytes[:first], None if service is None else service[:first], False)
+    out = run_prepared(rest.head, nbytes[:first], None if service is None else service[:first], False)
     done, end = out[0], out[1]
-    # a wait for a reception sees its completion (reduction included), a wait for an own send its end
-    received = whole.dst[rest.waited] == whole.src[first + rest.owner]
-    release = group_max(len(rest.prep.src), rest.owner, np.where(received, done[rest.waited], end[rest.waited]))
+    release = wait_release(len(rest.prep.src), rest.owner, rest.waited, whole.src[first + rest.owner], whole.dst,
+                           end, done)
     head_done = float(done.max(initial=0.0))
     if float(release[rest.roots].min(initial=np.inf)) < head_done:  # the rest starts while the prefix runs
         return None
@@ -133,7 +136,7 @@ def _rest_last_end(whole: Prepared, rest: _Rest, nbytes: np.ndarray, service: np
     prep, blocks, fold = rest.prep, rest.blocks, rest.fold
     at = rest.waiting  # the other release times are 0, and so are those of their images (checked once)
     if fold is not None and np.array_equal(release[at], release[fold.keep[fold.rep[at]]]) and (
-            service is None or np.array_equal(service, service[fold.keep][fold.rep])):
+            service is None or _symmetric(service, fold)):
         keep = fold.keep
         prep, blocks, nbytes, release = rest.folded, rest.folded_blocks, nbytes[keep], release[keep]
         service = None if service is None else service[keep]
@@ -147,11 +150,8 @@ def _periodic_last_end(prep: Prepared, blocks: Blocks, nbytes: np.ndarray, servi
                        release: np.ndarray | None = None) -> float | None:
     """The last completion from a traced run of the first blocks (:mod:`.periodic`), or None (run it all)."""
     first, size = blocks.first, blocks.size
-    for values in (nbytes, release, service):
-        if values is not None:
-            grid = values[first:].reshape(blocks.count, size)
-            if not (grid[1:] == grid[:-1]).all():
-                return None
+    if not all(values is None or blocks.repeat(values) for values in (nbytes, release, service)):
+        return None
     for m in PERIODIC_TRIES:
         if 3 * m > blocks.count:
             break

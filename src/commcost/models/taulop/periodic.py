@@ -72,6 +72,11 @@ class Blocks(NamedTuple):
     size: int
     count: int
 
+    def repeat(self, values: np.ndarray) -> bool:
+        """Whether ``values`` (one per transmission) are the same in every block."""
+        grid = np.asarray(values)[self.first:].reshape(self.count, self.size)
+        return bool((grid[1:] == grid[:-1]).all())
+
 
 def _last_run_true(ok: np.ndarray) -> int:
     """The first index of the final run of True in ``ok`` (len(ok) when it ends with False)."""
@@ -122,9 +127,15 @@ def release_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, after
     send's end or a reception's completion (reduction included); 0 for no waits."""
     n = len(after_ptr) - 1
     owner = np.repeat(np.arange(n), np.diff(after_ptr))
-    dep = after_idx[:after_ptr[n]]
-    when = np.where(dst[dep] == src[owner], done[dep], end[dep])
-    return group_max(n, owner, when)
+    return wait_release(n, owner, after_idx[:after_ptr[n]], src[owner], dst, end, done)
+
+
+def wait_release(n: int, waiter: np.ndarray, waited: np.ndarray, waiter_src: np.ndarray, dst: np.ndarray,
+                 end: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """For each of ``n`` transmissions, the latest time its waits (pairs ``waiter[i]`` waits for
+    ``waited[i]``, the waiter sent by ``waiter_src[i]``) let it start: a wait for a reception sees its
+    completion (reduction included), a wait for an own send its end; 0 where it has none of them."""
+    return group_max(n, waiter, np.where(dst[waited] == waiter_src, done[waited], end[waited]))
 
 
 def _first_cut_release(blocks: Blocks, m: int, src, dst, after_ptr, after_idx, end, done) -> float:
@@ -140,12 +151,9 @@ def _first_cut_release(blocks: Blocks, m: int, src, dst, after_ptr, after_idx, e
     owner = np.repeat(np.arange(size), counts)
     dep = after_idx[lo:hi] + size
     inside = dep < stop
-    own_src = src[stop - size + owner[inside]]
-    d = dep[inside]
-    when = np.where(dst[d] == own_src, done[d], end[d])
-    latest = np.full(size, -np.inf)
-    np.maximum.at(latest, owner[inside], when)
-    known = np.isfinite(latest)
+    owner = owner[inside]
+    latest = wait_release(size, owner, dep[inside], src[stop - size + owner], dst, end, done)
+    known = np.bincount(owner, minlength=size) > 0
     return float(latest[known].min()) if known.any() else 0.0
 
 
