@@ -161,6 +161,20 @@ def test_tune_from_measurements_goes_straight_to_rules(imported, tmp_path, capsy
     report = json.loads((out / "report.json").read_text())
     assert report["from_measurements"] == str(imported) and report["model"] == "hockney"
     assert set(report["selections"]) == {"bcast.ompi", "allreduce.ompi"}
+    # issue 12 item 2: han's global tunables were decision variables, one configuration per collective is
+    # reported, and mca-params.conf sets exactly the parameters that differ from han's defaults
+    from commcost.io.han_rules import read_mca_params
+
+    conf = read_mca_params(out / "mca-params.conf")
+    for name, tunables in (("bcast", {"segsize", "up", "low"}), ("allreduce", {"segsize"})):
+        han = report["selections"][f"{name}.ompi"]["han_config"]
+        assert set(han["values"]) == tunables and han["geomean_s"] <= han["default_geomean_s"]
+        assert han["changed"] == {k: v for k, v in han["values"].items() if han["defaults"][k] != v}
+        suffix = {"segsize": "segsize", "up": "up_module", "low": "low_module"}
+        written = {k: int(conf[f"coll_han_{name}_{suffix[k]}"][1]) for k in tunables
+                   if f"coll_han_{name}_{suffix[k]}" in conf}
+        assert written == han["changed"]
+        assert ("coll/han configured" if han["changed"] else "coll/han keeps its defaults") in text
 
 
 def test_tune_from_one_node_measurements_says_the_network_is_unidentified(tmp_path, capsys):

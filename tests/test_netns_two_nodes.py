@@ -311,6 +311,45 @@ def test_written_files_decide_allreduce_and_reduce_between_han_and_flat_tuned_on
 
 
 @needs_netns
+def test_written_han_configuration_takes_effect_on_two_nodes(cluster, tmp_path):
+    """Issue 12 item 2: han's global tunables, chosen by the selection and written into mca-params.conf as
+    tune writes them (coll_han_bcast_segsize, _up_module, _low_module), change what Open MPI 5 runs on 2 nodes
+    x 2 as commcost's han schedule says. 200,000 bytes in segments of 16 KiB are 13 leader-to-leader messages
+    (4 with han's 64 KiB), each node's bcast of each segment one message more; with coll/adapt between the
+    leaders the pml messages are the same on two nodes (one child); with coll/sm inside the nodes the node
+    bcasts are shared-memory copies, so pml monitoring sees only the leaders' messages."""
+    import ompi_monitoring
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.io.han_rules import mca_params_text, write_han_rules
+    from commcost.io.ompi_rules import write_ompi_rules
+    from commcost.selection.decision import Choice, compress
+    from commcost.selection.han_config import HanConfig, han_mca_settings
+
+    han = find(Collective.BCAST, "ompi.han")
+    defaults = {k: v for k, v in han.resolve_params().items() if k != "ppn"}
+    nbytes, root = 200_000, 0
+    for name, values in (("seg16k", {"segsize": 16384}), ("adapt-seg16k", {"segsize": 16384, "up": 1}),
+                         ("sm", {"low": 1}), ("adapt-sm-seg32k", {"segsize": 32768, "up": 1, "low": 1})):
+        config = HanConfig(Collective.BCAST, {**defaults, **values}, defaults, 1.0, 2.0)
+        choice = config.apply(Choice(han, han.resolve_params()))
+        folder = tmp_path / f"config-{name}"
+        folder.mkdir()
+        selection = compress(Collective.BCAST, "ompi", [4], [1, 1 << 20], [[choice, choice]], "test")
+        write_ompi_rules([selection], folder / "tuned.conf")
+        write_han_rules([selection], folder / "han.conf")
+        (folder / "mca-params.conf").write_text(mca_params_text(folder / "tuned.conf", folder / "han.conf", (),
+                                                                 han_mca_settings([config])))
+        seen = _call_traffic(cluster, tmp_path, "bcast", nbytes, root, folder / "mca-params.conf")
+        schedule = build(han, Case(Collective.BCAST, 4, nbytes, root), {**choice.params, "ppn": 2}).schedule
+        expected = ompi_monitoring.traffic_of_schedule(schedule)
+        if values.get("low") == 1:  # coll/sm copies through shared memory: no pml message inside a node
+            expected = {(s, d): v for (s, d), v in expected.items() if s // 2 != d // 2}
+        assert seen == expected, name
+        segments = -(-nbytes // values.get("segsize", 65536))
+        assert seen[(0, 2)] == (nbytes, segments), name
+
+
+@needs_netns
 def test_verify_times_han_default_against_flat_rules_on_two_nodes(cluster, tmp_path, capsys):
     """Issue 12 item 7 on two nodes: commcost verify through the two-node launch line times Open MPI's default
     (han: 2 nodes x 2) and the written files (han hands bcast to tuned, which runs basic_linear), labels each

@@ -228,12 +228,13 @@ def _page(args, collective, procs, sizes, result, default, default_title: str, p
     return page
 
 
-def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price, result):
+def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price, result, han_as=None):
     """Open MPI's default at every point (None where commcost has no schedule of its pick) and its
     predicted time by the same pricer (``[p, m]``, inf where unpriced); ([], None) for other libraries.
 
     The default is coll/han where commcost models han's collective (its schedule is tuned's fixed decision
-    where han steps aside: one node, one rank per node, unequal nodes), else tuned's fixed decision."""
+    where han steps aside: one node, one rank per node, unequal nodes), else tuned's fixed decision.
+    ``han_as(choice)``: han's default under other global tunables (a deployed configuration)."""
     import numpy as np
 
     from commcost.selection.ompi_fixed import as_choice, decide
@@ -241,6 +242,8 @@ def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price
     if args.library != "ompi":
         return [], None
     han = han_default(collective)
+    if han is not None and han_as is not None:
+        han = han_as(han)
     picks = [[han or as_choice(decide(collective, p, m)) for m in sizes] for p in procs]
     times = np.full((len(procs), len(sizes)), np.inf)
     for i, nprocs in enumerate(procs):

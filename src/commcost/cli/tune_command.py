@@ -35,6 +35,7 @@ from commcost.cli.registry import command, run_command
 from commcost.errors import InputError
 
 VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
+SELECT_PROCS_PER_S, SELECT_MAX_S = 20.0, 60.0  # the selection's time per collective: 5 s + P_max / 20, capped
 CONVERGED_FLOOR = 0.8  # under this share of converged points tune warns (and with --strict writes nothing)
 MU_BOUND = 1.5  # nor over this mean proportional error of the fit (paper 000's mu; 1 is exact)
 
@@ -51,6 +52,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--select-procs", default="2..1024", help="communicator sizes of the rules (default 2..1024)")
     p.add_argument("--sizes", default="1..4MiB", help="message sizes of the rules (default 1..4MiB)")
     p.add_argument("--segsizes", default="0,8KiB,32KiB,128KiB", help="segment sizes to try (decision variable)")
+    p.add_argument("--han-segsizes", default="16KiB,256KiB",
+                   help="coll/han segment sizes to try besides its 64KiB (one per collective is deployed, as "
+                        "coll_han_<coll>_segsize; '' keeps 64KiB)")
+    p.add_argument("--han-modules", choices=("all", "default"), default="all",
+                   help="all: also try han's other components per level (bcast: adapt between nodes, sm inside "
+                        "them; coll_han_bcast_up_module/low_module); default: libnbc and tuned only")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",
@@ -136,6 +143,15 @@ def _tune(args: argparse.Namespace) -> int:
     return code
 
 
+def _check_decision_values(args: argparse.Namespace) -> None:
+    """Parse ``--segsizes`` and han's ``--han-segsizes`` (one line naming the option where they are wrong)."""
+    from commcost.cli.select_command import variables
+    from commcost.cli.tune_selection import han_decision_values
+
+    variables(argparse.Namespace(segsizes=args.segsizes, fanouts="", radixes=""))
+    han_decision_values(args)
+
+
 def _tune_steps(args: argparse.Namespace) -> int:
     from commcost.cli.grid_options import parse_points
     from commcost.collectives import Collective
@@ -154,9 +170,12 @@ def _tune_steps(args: argparse.Namespace) -> int:
     sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
     if args.ppn < 1:
         raise InputError(f"expected --ppn >= 1, got {args.ppn}", where="--ppn")
+    _check_decision_values(args)  # before anything is measured
     if args.from_measurements is not None:
         return _tune_from_measurements(args, collectives, procs, sizes, started)
-    reserve = 10.0 + 5.0 * len(collectives)  # selection, files and report
+    # selection, files and report: pricing every candidate (han under each configuration too) grows with the
+    # largest P (bcast on P 2..1024: about 45-70 s on 2 cores)
+    reserve = 10.0 + len(collectives) * min(SELECT_MAX_S, 5.0 + max(procs) / SELECT_PROCS_PER_S)
     verify_s = 0.0 if args.no_verify else min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_SHARE * args.budget))
     if args.budget <= reserve + verify_s + 10:
         raise InputError(f"expected a budget over {reserve + verify_s + 10:.0f} s (calibration, selection"
@@ -273,20 +292,22 @@ def _select_and_write(args, collectives, procs, sizes, model: str, params, param
 
     print(f"[2/4] selecting under {model} for {', '.join(c.value for c in collectives)}: P {args.select_procs}, "
           f"{args.ppn} per node, sizes {args.sizes}", flush=True)
-    ompi, mpich, reports, confidence, args.views = [], [], [], {}, []
+    ompi, mpich, reports, confidence, args.views, han_configs = [], [], [], {}, [], []
     for collective in collectives:
         for library, bucket in (("ompi", ompi), ("mpich", mpich)):
             if library == "mpich" and not args.mpich_base:
                 continue
             if not any(a.library == library for a in algorithms(collective)):
                 continue
-            selection, text, info, view = select_one(args, collective, library, model, params_path,
-                                                     platform_path, procs, sizes, calibration)
+            selection, text, info, view, han_config = select_one(args, collective, library, model, params_path,
+                                                                 platform_path, procs, sizes, calibration)
             args.views.append(view)
             bucket.append(selection)
             confidence[f"{collective.value}.{library}"] = info
             if library == "ompi":
                 reports.append(text)
+                if han_config is not None:
+                    han_configs.append(han_config)
     written = []
     provenance = provenance_lines(params, params_path, model, args.ppn)
     conf = None
@@ -298,7 +319,10 @@ def _select_and_write(args, collectives, procs, sizes, model: str, params, param
             write_ompi_rules(ompi, args.out / name, fmt, provenance)
             written.append(args.out / name)
         write_han_rules(ompi, args.out / "han-rules.conf", provenance)
-        conf = mca_params_text(args.out / "ompi-rules.conf", args.out / "han-rules.conf", provenance)
+        from commcost.selection.han_config import han_mca_settings
+
+        conf = mca_params_text(args.out / "ompi-rules.conf", args.out / "han-rules.conf", provenance,
+                               han_mca_settings(han_configs))
         (args.out / "mca-params.conf").write_text(conf)
         written += [args.out / "han-rules.conf", args.out / "mca-params.conf"]
     if mpich:

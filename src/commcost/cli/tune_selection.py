@@ -13,27 +13,38 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
                 procs: list[int], sizes: list[int], calibration: dict):
     """One selection through the select command's own pieces, midpoints priced where picks change and
     Open MPI's default kept where the predicted gain is under ``--min-gain``; returns (the Selection to
-    write, report text, the per-point confidence for report.json, the HTML report's view of it)."""
+    write, report text, the per-point confidence for report.json, the HTML report's view of it, the han
+    configuration chosen or None)."""
     from commcost.cli.select_command import finite_or_none, predicted_penalty, make_pricer, ompi_default_times, variables
     from commcost.report.selection_map import plot_map
     from commcost.report.selection_report import render_penalties, render_rules
     from commcost.selection.confidence import margins, region_counts, regions
+    from commcost.collectives.ompi_han import is_han
+    from commcost.selection.han_config import choose_han_config, han_variants, shared_segments_pricer
     from commcost.selection.select import candidates, keep_default, picks_or_default, refine, select
 
     opts = argparse.Namespace(params=params_path, platform=platform_path, model=model, library=library,
                               collective=collective.value, ppn=None, mapping=None, root=0, segsizes=args.segsizes,
                               fanouts="", radixes="")
     choices = candidates(collective, library, variables(opts))
-    price = make_pricer(opts, procs)
+    han_values = han_decision_values(args)
+    if library == "ompi" and han_values:  # han's global tunables: every configuration priced, one deployed
+        choices = [c for c in choices if not is_han(c.algorithm)] + han_variants(collective, library, han_values)
+    price = shared_segments_pricer(make_pricer(opts, procs))
     source = f"commcost tune, model {model}"
     result = select(collective, library, choices, procs, sizes, price, source=source, prune=False)
+    # on the grid asked for (the midpoints are priced for the configuration kept only)
+    result, han_config = choose_han_config(result, args.min_gain)
     result = refine(result, price, prune=False)
     procs, sizes = list(result.procs), list(result.sizes)
     default, default_s = ompi_default_times(opts, collective, procs, sizes, price, result)
     kept = np.zeros((len(procs), len(sizes)), bool)
     selection = result.selection
     if default:
-        selection, kept = keep_default(result, default_s, args.min_gain, source)
+        # where no rule is written han runs under the deployed configuration: that is the default to beat
+        deployed_s = default_s if han_config is None or not han_config.changed else ompi_default_times(
+            opts, collective, procs, sizes, price, result, han_config.apply)[1]
+        selection, kept = keep_default(result, deployed_s, args.min_gain, source)
     chosen = picks_or_default(result, kept)
     title = f"{collective.value} ({library}): best algorithm by {model}"
     margin, runner_up = margins(result.time_s, [c.algorithm.key for c in result.choices])
@@ -55,6 +66,8 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     text += (f"\n  points: {counts['measured']} measured, {counts['interpolated']} interpolated, "
              f"{counts['extrapolated']} extrapolated (beyond {calibration['procs']} ranks or the measured sizes "
              f"{calibration['sizes'][0]}..{calibration['sizes'][1]} B)")
+    if han_config is not None:
+        text += "\n  " + han_config_line(han_config)
     penalty = {"Open MPI default": predicted_penalty(default_s, result)} if default else None
     if default:
         text += "\n" + render_penalties(penalty, f"  {default_title}, priced by the same model:")
@@ -72,9 +85,46 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
                 "rule": None if kept[i, j] else result.choices[best[i, j]].label, "region": region[i][j]})
     info = {"kept_default": int(kept.sum()), "points": kept.size, "regions": counts,
             "margin_median": float(np.median(finite)) if finite.size else None,
-            "margin_under_5pct": int((finite < 0.05).sum()), "grid": points}
+            "margin_under_5pct": int((finite < 0.05).sum()), "grid": points,
+            "han_config": None if han_config is None else {
+                "values": han_config.values, "defaults": han_config.defaults, "changed": han_config.changed,
+                "geomean_s": finite_or_none(han_config.geomean_s),
+                "default_geomean_s": finite_or_none(han_config.default_geomean_s)}}
     view = {"heading": f"{collective.value} ({library})", "title": title, "size_title": collective.size_meaning,
             "procs": procs, "sizes": sizes, "chosen": chosen, "rules_text": text, "default": default or None,
             "default_title": default_title, "regions": region, "penalties": penalty, "map_png": png,
             "penalty_caption": f"{default_title} against the rules' picks, both priced by {model}"}
-    return selection, text, info, view
+    return selection, text, info, view, han_config
+
+
+def han_decision_values(args) -> dict[str, list[int]]:
+    """The values of han's global tunables to try (``--han-segsizes``, ``--han-modules``); {} keeps han's
+    defaults."""
+    from commcost.cli.grid_options import parse_points
+
+    out: dict[str, list[int]] = {}
+    text = getattr(args, "han_segsizes", "") or ""
+    if text.strip():
+        out["segsize"] = parse_points(text, "--han-segsizes", 1, sizes=True)
+    if getattr(args, "han_modules", "default") == "all":
+        out["up"], out["low"] = [0, 1], [0, 1]
+    return out
+
+
+def han_config_line(config) -> str:
+    """One line saying which han configuration the rules deploy, and why."""
+    from commcost.collectives.ompi_han import LOW_MODULES, UP_MODULES
+
+    def show(key: str, value: int) -> str:
+        if key == "up":
+            return f"up {UP_MODULES[value]}"
+        if key == "low":
+            return f"low {LOW_MODULES[value]}"
+        return f"{key} {value}"
+
+    values = ", ".join(show(k, v) for k, v in sorted(config.values.items()))
+    if not config.changed:
+        return f"coll/han keeps its defaults ({values}): no other configuration priced lower"
+    gain = config.default_geomean_s / config.geomean_s - 1.0
+    return (f"coll/han configured: {values} (mca-params.conf); geometric mean of the best times "
+            f"{gain:.1%} below han's defaults")

@@ -145,7 +145,7 @@ class Pipeline(NamedTuple):
 
 def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.ndarray],
                   part_of: np.ndarray | None = None, mode: SendMode = SendMode.POSTED,
-                  label: str = "segment", waits: Waits | None = None) -> Pipeline:
+                  label: str = "segment", waits: Waits | None = None, sends: str | None = None) -> Pipeline:
     """Send segmented data down ``tree`` (virtual ranks, root 0) as a pipeline, with its real waits.
 
     ``bounds[k]`` are the segment boundaries (:func:`.segments.segment_bounds`)
@@ -159,7 +159,9 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
     reception of the same segment, and, with ``mode`` POSTED
     (``ompi_coll_base_bcast_intra_generic``: isend segment k to every child,
     then Waitall), all of the sender's sends of segment k - 1; with
-    SEQUENCE (split_bintree's blocking sends), the sender's previous send.
+    SEQUENCE (split_bintree's blocking sends), the sender's previous send;
+    ``sends`` (``"none"``, ``"window"``, ``"sequence"``) overrides what the
+    mode implies (coll/sm: a parent never waits for its children's copies).
     """
     waits = waits or Waits(rec)
     if tree.nprocs < 2:
@@ -177,7 +179,7 @@ def tree_pipeline(rec: Recorder, case: Case, tree: Tree, bounds: Sequence[np.nda
     ids = rec.staged_sends(step, to_ranks(src, case.root, case.nprocs)[edge],
                            to_ranks(dst, case.root, case.nprocs)[edge], offsets[first + seg],
                            offsets[first + seg + 1], label, mode)
-    pipeline_waits(waits, ids, src, dst, nseg, "window" if mode is SendMode.POSTED else "sequence")
+    pipeline_waits(waits, ids, src, dst, nseg, sends or ("window" if mode is SendMode.POSTED else "sequence"))
     return Pipeline(ids, src, dst, nseg)
 
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -72,6 +73,12 @@ LIBNBC_LINEAR_UP_TO = 4  # nbc_ibcast.c: p <= 4 linear, else binomial (coll_libn
 
 PPN = Param("ppn", 0, "ranks per node, nodes filled in blocks (0: one node); han needs 2 or more nodes", 0)
 SEGSIZE = Param("segsize", HAN_SEGSIZE, "coll_han_bcast_segsize: bytes per segment (0: none)", 0)
+UP_MODULE = Param("up", 0, "coll_han_bcast_up_module: the leaders' component, 0 libnbc (blocking calls: tuned), "
+                  "1 adapt", 0)
+LOW_MODULE = Param("low", 0, "coll_han_bcast_low_module: the nodes' component, 0 tuned, 1 sm", 0)
+# han's modules per level (coll_han_subcomms.c: up_comms[0] prefers libnbc, [1] adapt; low_comms[0] tuned, [1] sm)
+UP_MODULES = ("libnbc", "adapt")
+LOW_MODULES = ("tuned", "sm")
 
 
 @dataclass(frozen=True)
@@ -157,12 +164,20 @@ def tuned_fixed(collective: Collective, nprocs: int, nbytes: int) -> tuple[Algor
     return algorithm, {k: v for k, v in decision.params.items() if k in known}
 
 
+@lru_cache(maxsize=512)
+def _sub_build(algorithm: Algorithm, case: Case, params: tuple[tuple[str, int], ...], data: bool):
+    """One sub-collective's schedule, built once for every segment and call that repeats it (a han pipeline
+    runs the same calls on equal segments; schedules are not changed by embedding them)."""
+    return build(algorithm, case, dict(params), data=data)
+
+
 def run(rec: Recorder, algorithm: Algorithm, params: Mapping[str, int], collective: Collective,
         ranks: np.ndarray, nbytes: int, root: int = 0, offset: int | np.ndarray = 0, label: str = "") -> Part:
     """``algorithm`` on the sub-communicator(s) ``ranks`` (one per row), ``nbytes`` from ``offset`` of the
     buffer, rooted at sub-rank ``root``; recorded in ``rec``."""
     ranks = np.atleast_2d(np.asarray(ranks, np.int64))
-    schedule = build(algorithm, Case(collective, ranks.shape[1], nbytes, root), params, data=rec.data)
+    schedule = _sub_build(algorithm, Case(collective, ranks.shape[1], int(nbytes), int(root)),
+                          tuple(sorted(params.items())), rec.data)
     ids = rec.embed(schedule, ranks, offset, label)
     s = schedule.schedule
     return Part(ids.ravel(), ranks[:, s.src].ravel(), ranks[:, s.dst].ravel())
@@ -196,12 +211,22 @@ def in_steps(rec: Recorder, steps: Sequence[tuple[Sequence[Call | None], Sequenc
         return (np.concatenate([empty] + [np.concatenate([q.ids, q.ids]) for q in parts]),
                 np.concatenate([empty] + [np.concatenate([q.src, q.dst]) for q in parts]))
 
+    sender = np.zeros(rec.case.nprocs, bool)  # scratch: which ranks send in a call (no sort of what is held)
+
+    def of_senders(ranks: np.ndarray, senders: np.ndarray) -> np.ndarray:
+        sender[senders] = True
+        out = sender[ranks]
+        sender[senders] = False
+        return out
+
     def wait(part: Part, before: tuple[np.ndarray, np.ndarray]) -> None:
         if len(part.ids) and len(before[0]):
-            rec.wait(*after_own(part.ids, part.src, before[0], before[1], np.full(len(before[1]), -1)))
+            mine = of_senders(before[1], part.src)  # only the senders' rows give waits: sort those alone
+            if mine.any():
+                rec.wait(*after_own(part.ids, part.src, before[0][mine], before[1][mine], np.full(int(mine.sum()), -1)))
 
     def drop(held: tuple[np.ndarray, ...], senders: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, ...]:
-        keep = ~(np.isin(held[1], senders) & among)  # a rank's sends carry what they waited for
+        keep = ~(of_senders(held[1], senders) & among)  # a rank's sends carry what they waited for
         return tuple(a[keep] for a in held)
 
     for posted, blocking in steps:
@@ -291,12 +316,36 @@ def levels(rec: Recorder, case: Case, ppn: int) -> Levels | None:
     return Levels(nodes, nodes[:, root_low], root_node, root_low)
 
 
+def module_index(params: Mapping[str, int], name: str, modules: Sequence[str]) -> int:
+    """han's ``<coll>_up_module``/``_low_module`` value ``params[name]``, checked against the modules it
+    selects (an InputError naming them otherwise)."""
+    value = int(params.get(name, 0))
+    if not 0 <= value < len(modules):
+        choices = ", ".join(f"{i} {m}" for i, m in enumerate(modules))
+        raise InputError(f"han's {name} module must be one of {choices}; got {value}", where=name)
+    return value
+
+
+def adapt_bcast() -> tuple[Algorithm, dict[str, int]]:
+    """What coll/adapt's bcast and ibcast run with their defaults (``coll_adapt_ibcast.c``:
+    ``coll_adapt_bcast_algorithm`` 1, binomial, on ``build_bmtree``; ``coll_adapt_bcast_segment_size`` 0,
+    one segment): a rank forwards to its children in tree order once it has the data, as tuned's binomial
+    of one segment (the blocking bcast is the ibcast and a wait, ``coll_adapt_bcast.c``)."""
+    return find(Collective.BCAST, "binomial"), {"segsize": 0}
+
+
 @register(Collective.BCAST, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): segments up by tuned then libnbc, down by tuned",
-          params=(SEGSIZE, PPN))
+          params=(SEGSIZE, PPN, UP_MODULE, LOW_MODULE))
 def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_bcast_intra`` (module docstring): up bcast of segment 0 (tuned, blocking); then per
-    segment i the ibcast of i + 1 (libnbc) overlapping the low bcast of i (tuned)."""
+    segment i the ibcast of i + 1 (libnbc) overlapping the low bcast of i (tuned). With ``up`` 1 both up
+    calls are coll/adapt's (:func:`adapt_bcast`), with ``low`` 1 the low bcasts coll/sm's
+    (:data:`.ompi_sm.SM_BCAST`)."""
+    from commcost.collectives.ompi_sm import SM_BCAST
+
+    adapt = module_index(params, "up", UP_MODULES) == 1
+    sm = module_index(params, "low", LOW_MODULES) == 1
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
@@ -306,12 +355,20 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     size = np.diff(bounds)
 
     def up(i: int) -> Call | None:
+        if i >= nseg:
+            return None
+        if adapt:
+            return lambda: run(rec, *adapt_bcast(), Collective.BCAST, lv.leaders, int(size[i]), lv.root_node,
+                               int(bounds[i]), f"up {i}: ")
         if i == 0:
             return lambda: tuned_run(rec, Collective.BCAST, lv.leaders, int(size[0]), lv.root_node, 0, "up 0: ")
-        return None if i >= nseg else lambda: run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, lv.leaders,
-                                                  int(size[i]), lv.root_node, int(bounds[i]), f"up {i}: ")
+        return lambda: run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, lv.leaders, int(size[i]),
+                           lv.root_node, int(bounds[i]), f"up {i}: ")
 
     def low(i: int) -> Call:
+        if sm:
+            return lambda: run(rec, SM_BCAST, SM_BCAST.resolve_params(), Collective.BCAST, lv.nodes, int(size[i]),
+                               lv.root_low, int(bounds[i]), f"low {i}: ")
         return lambda: tuned_run(rec, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
                                  f"low {i}: ")
 

@@ -22,7 +22,8 @@ The builders, each citing the Open MPI function it reproduces:
   pipeline);
 * :func:`build_bmtree` - ``ompi_coll_base_topo_build_bmtree`` (bcast binomial);
 * :func:`build_in_order_bmtree` - ``ompi_coll_base_topo_build_in_order_bmtree``;
-* :func:`build_kmtree` - ``ompi_coll_base_topo_build_kmtree`` (bcast knomial).
+* :func:`build_kmtree` - ``ompi_coll_base_topo_build_kmtree`` (bcast knomial);
+* :func:`build_heap_tree` - coll/sm's fan-out tree (``coll_sm_module.c``, not coll/base's).
 """
 
 from __future__ import annotations
@@ -297,3 +298,27 @@ def _popcount(v: np.ndarray) -> np.ndarray:
         count += work & 1
         work >>= 1
     return count
+
+
+def build_heap_tree(degree: int, nprocs: int) -> Tree:
+    """coll/sm's fan-out tree on virtual ranks (root 0), as ``coll_sm_module.c`` lays it out in shared memory.
+
+    Rank v's parent is ``(v - 1) // degree`` and its children are the
+    consecutive ranks ``v degree + 1 .. v degree + degree`` below P (a heap),
+    unlike :func:`build_tree`'s level-strided children. Degree 4 on P = 7::
+
+        0 -> 1, 2, 3, 4;  1 -> 5, 6
+    """
+    if degree < 1:
+        raise ValueError(f"coll/sm's tree needs a degree of at least 1, got {degree}")
+    v = np.arange(1, nprocs, dtype=np.int64)
+    parent = (v - 1) // degree
+    depth = np.zeros(nprocs, dtype=np.int64)
+    level_end, width, level = 1, 1, 0
+    while level_end < nprocs:  # level L holds degree**L consecutive ranks
+        width *= degree
+        level += 1
+        depth[level_end:level_end + width] = level
+        level_end += width
+    return _tree(nprocs, 0, [parent], [v], depth)
+

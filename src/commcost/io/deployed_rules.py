@@ -21,7 +21,7 @@ algorithm Open MPI runs with the files and which it runs by default:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from commcost.collectives import Collective, find
@@ -60,6 +60,7 @@ class DeployedRules:
     tuned: OmpiRules | None
     han: HanRules | None
     han_enabled: bool = True
+    han_tunables: dict[str, dict[str, int]] = field(default_factory=dict)  # per collective: segsize, up, low
 
     @classmethod
     def load(cls, conf: str | Path) -> "DeployedRules":
@@ -84,7 +85,7 @@ class DeployedRules:
         coll = settings.get("coll", (0, ""))[1].replace(" ", "")
         han_enabled = not (coll.startswith("^") and "han" in coll[1:].split(",")) and \
             (not coll or coll.startswith("^") or "han" in coll.split(","))
-        return cls(conf, tuned, han, han_enabled)
+        return cls(conf, tuned, han, han_enabled, _han_tunables(settings, conf))
 
     @property
     def collectives(self) -> list[Collective]:
@@ -123,7 +124,8 @@ class DeployedRules:
         if self._han_decides(collective, nnodes):
             rule = self.han.decide(collective.value, nprocs, nbytes) if self.han else None
             if rule is None or rule.component == "han":
-                runs = _han(collective, rule.algorithm if rule else "", "han rule" if rule else "han default")
+                runs = _han(collective, rule.algorithm if rule else "", "han rule" if rule else "han default",
+                            self.han_tunables.get(collective.value, {}))
                 if self._tuned_inside_han(nprocs // nnodes, nnodes):
                     return Runs(f"{runs.label} {TUNED_INSIDE}", runs.choice)
                 return runs
@@ -148,12 +150,40 @@ class DeployedRules:
         return sorted(out)
 
 
-def _han(collective: Collective, algorithm: str, why: str) -> Runs:
+def _han_tunables(settings: dict[str, tuple[int, str]], conf: Path) -> dict[str, dict[str, int]]:
+    """han's global tunables the conf sets, per collective (``coll_han_<coll>_segsize``, ``_up_module``,
+    ``_low_module``), as the parameters of commcost's han schedules; a value that is no integer is an
+    InputError naming the line."""
+    from commcost.selection.han_config import HAN_TUNABLES
+
+    out: dict[str, dict[str, int]] = {}
+    for name in HAN_COLLECTIVES:
+        for key, suffix in HAN_TUNABLES.items():
+            line, value = settings.get(f"coll_han_{name}_{suffix}", (0, ""))
+            if not value:
+                continue
+            try:
+                number = int(value)
+            except ValueError:
+                raise InputError(f"coll_han_{name}_{suffix} must be an integer, got {value!r}", source=str(conf),
+                                 where=f"line {line}") from None
+            if number < 0:
+                raise InputError(f"coll_han_{name}_{suffix} must be at least 0, got {number}", source=str(conf),
+                                 where=f"line {line}")
+            out.setdefault(name, {})[key] = number
+    return out
+
+
+def _han(collective: Collective, algorithm: str, why: str, tunables: dict[str, int] | None = None) -> Runs:
     try:
         registered = find(collective, HAN_NAMES[algorithm] if algorithm else f"ompi.{default_name(collective)}")
     except InputError:
         return Runs(f"{why}: han" + (f"@{algorithm}" if algorithm else "") + " (not modelled)", None)
-    return Runs(f"{why}: {registered.name}", Choice(registered, registered.resolve_params()))
+    params = registered.resolve_params()
+    own = {k: v for k, v in (tunables or {}).items() if k in params}
+    params.update(own)
+    shown = "".join(f", {k}={v}" for k, v in sorted(own.items()))
+    return Runs(f"{why}: {registered.name}" + (f" ({shown[2:]})" if shown else ""), Choice(registered, params))
 
 
 def fixed(collective: Collective, nprocs: int, nbytes: int) -> Runs:

@@ -99,9 +99,12 @@ def write_han_rules(selections: Iterable[Selection], path: str | Path, provenanc
     return text
 
 
-def mca_params_text(tuned_rules: Path | None, han_rules: Path | None, provenance: Iterable[str] = ()) -> str:
+def mca_params_text(tuned_rules: Path | None, han_rules: Path | None, provenance: Iterable[str] = (),
+                    settings: Iterable[tuple[str, str]] = ()) -> str:
     """An ``mca-params.conf`` enabling the rules files (absolute paths): coll/tuned's dynamic rules and
-    han's rules file; han itself stays enabled (its rules hand calls to tuned where tuned wins)."""
+    han's rules file; han itself stays enabled (its rules hand calls to tuned where tuned wins). ``settings``:
+    more ``name = value`` lines (han's segment sizes and modules per collective,
+    :func:`commcost.selection.han_config.han_mca_settings`)."""
     lines = ["# Open MPI MCA parameters, written by commcost: use as $HOME/.openmpi/mca-params.conf or name it",
              "# in OMPI_MCA_mca_base_param_files (comments only on their own lines: Open MPI keeps a '#' after a",
              "# value as part of the value)"]
@@ -112,6 +115,7 @@ def mca_params_text(tuned_rules: Path | None, han_rules: Path | None, provenance
     if han_rules is not None:
         lines += ["coll_han_use_dynamic_file_rules = 1",
                   f"coll_han_dynamic_rules_filename = {Path(han_rules).resolve()}"]
+    lines += [f"{name} = {value}" for name, value in settings]
     return "\n".join(lines) + "\n"
 
 

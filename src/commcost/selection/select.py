@@ -90,7 +90,7 @@ class SelectionResult:
     @property
     def chosen(self) -> list[list[Choice]]:
         """``[p][m]``: the fastest candidate itself."""
-        return _chosen(self.choices, self.time_s)
+        return chosen_of(self.choices, self.time_s)
 
     def time_of(self, choice: Choice) -> np.ndarray:
         """``[p, m]``: one candidate's predicted times."""
@@ -116,7 +116,7 @@ def select(collective: Collective, library: str, choices: Sequence[Choice], proc
             choice = choices[c_index]
             time_s[c_index, p_index] = price(choice, nprocs, sizes, best if prune else None)
             best = np.minimum(best, time_s[c_index, p_index])
-    selection = compress(collective, library, procs, sizes, _chosen(choices, time_s), source)
+    selection = compress(collective, library, procs, sizes, chosen_of(choices, time_s), source)
     return SelectionResult(tuple(choices), tuple(procs), tuple(sizes), time_s, selection)
 
 
@@ -149,7 +149,7 @@ def refine(result: SelectionResult, price: Pricer, prune: bool = True) -> Select
     if mid_procs:
         extra = select(collective, library, result.choices, mid_procs, all_sizes, price, prune=prune).time_s
         time_s[:, [p_at[p] for p in mid_procs], :] = extra
-    selection = compress(collective, library, all_procs, all_sizes, _chosen(result.choices, time_s),
+    selection = compress(collective, library, all_procs, all_sizes, chosen_of(result.choices, time_s),
                          result.selection.source)
     return SelectionResult(result.choices, tuple(all_procs), tuple(all_sizes), time_s, selection)
 
@@ -172,7 +172,7 @@ def picks_or_default(result: SelectionResult, kept: np.ndarray) -> list[list[Cho
     return [[None if kept[i, j] else c for j, c in enumerate(row)] for i, row in enumerate(result.chosen)]
 
 
-def _chosen(choices: Sequence[Choice], time_s: np.ndarray) -> list[list[Choice]]:
+def chosen_of(choices: Sequence[Choice], time_s: np.ndarray) -> list[list[Choice]]:
     """``[p][m]``: the candidate of least time at each point (the first listed on a tie)."""
     best = np.argmin(time_s, axis=0)
     return [[choices[c] for c in row] for row in best.tolist()]
