@@ -411,7 +411,11 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
     assert points and all(p["nnodes"] == 2 and p["default_s"] > 0 and p["rules_s"] > 0 for p in points)
     for p in points:
         assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
-        assert p["rules_run"] == deployed.runs(Collective.BCAST, 4, p["nbytes"], 2).label
+        now = deployed.runs(Collective.BCAST, 4, p["nbytes"], 2)
+        if p["verdict"] == "slower":  # withdrawn after the check: han's default (as configured) runs again
+            assert now.choice is not None and now.choice.algorithm.key == "ompi.han", now.label
+        else:
+            assert p["rules_run"] == now.label
     assert report["selections"]["bcast.ompi"]["grid"] and report["converged_share"] is not None
     # the page an admin reads on two nodes: self-contained, with the measured gains of the check beside the
     # predicted ones, and (where a browser runs) loading without an error

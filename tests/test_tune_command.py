@@ -69,14 +69,22 @@ def test_tune_report_gives_converged_share_and_measured_beside_predicted_gain(tu
     assert {p["nprocs"] for p in points} == {2, 4}
     assert {p["collective"] for p in points} == {"bcast", "allreduce", "reduce", "allgather", "alltoall"}
     deployed = DeployedRules.load(out / "mca-params.conf")
+    withdrawn = json.loads((out / "report.json").read_text())["withdrawn"]
+    measured_slower = {(w["collective"], w["measured_at"]["nprocs"], w["measured_at"]["nbytes"]) for w in withdrawn}
+    assert measured_slower == {(p["collective"], p["nprocs"], p["nbytes"]) for p in points if p["verdict"] == "slower"}
     for p in points:
         collective = Collective(p["collective"])
         assert p["default_s"] > 0 and p["rules_s"] > 0, p
         assert p["measured_gain"] == pytest.approx(p["default_s"] / p["rules_s"])
         # one node (4 ranks per node): what runs is tuned's rule or its fixed decision, read from the files
         assert p["nnodes"] == 1
-        assert p["rules_run"] == deployed.runs(collective, p["nprocs"], p["nbytes"], 1).label
-        assert p["default_runs"] == open_mpi_default(collective, p["nprocs"], p["nbytes"], 1).label
+        default = open_mpi_default(collective, p["nprocs"], p["nbytes"], 1).label
+        now = deployed.runs(collective, p["nprocs"], p["nbytes"], 1).label
+        if p["verdict"] == "slower":  # measured slower than the default: withdrawn, the files keep the default
+            assert now == default and "withdrawn" in report
+        else:
+            assert p["rules_run"] == now
+        assert p["default_runs"] == default
         if p["same_algorithm"]:
             assert p["predicted_gain"] == 1.0 and p["verdict"] == "same algorithm"
     changed = [p for p in points if not p["same_algorithm"]]

@@ -32,6 +32,7 @@ from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_l
 from commcost.cli.options import (add_format_option, add_html_option, add_unit_option, progress_stream, seconds_budget,
                                   selection_model, write_html)
 from commcost.cli.registry import command, run_command
+from commcost.cli.tune_files import withdraw_after_check
 from commcost.errors import InputError
 
 VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
@@ -55,9 +56,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--han-segsizes", default="16KiB,256KiB",
                    help="coll/han segment sizes to try besides its 64KiB (one per collective is deployed, as "
                         "coll_han_<coll>_segsize; '' keeps 64KiB)")
-    p.add_argument("--han-modules", choices=("all", "default"), default="all",
+    p.add_argument("--han-modules", choices=("all", "default"), default="default",
                    help="all: also try han's other components per level (bcast: adapt between nodes, sm inside "
-                        "them; coll_han_bcast_up_module/low_module); default: libnbc and tuned only")
+                        "them; coll_han_bcast_up_module/low_module); default: libnbc and tuned only (adapt's "
+                        "synchronous sends are not priced: measured 0.56x on two nodes at 2KiB)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",
@@ -260,7 +262,7 @@ def _tune_steps(args: argparse.Namespace) -> int:
                                                   args.out / "measurements.csv")
 
     # 5. the measured check: the collectives with and without the files, predicted gain beside
-    code = 0
+    code, checked = 0, False
     left = args.budget - (time.monotonic() - started) - 2.0
     if conf is not None and not args.no_verify:
         print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'} ({left:.0f} s budget)",
@@ -268,13 +270,14 @@ def _tune_steps(args: argparse.Namespace) -> int:
         if left < VERIFY_MIN_S / 2:
             print("  not measured: the budget is spent (commcost verify OUT measures it later)", flush=True)
         else:
-            code = run_command(_verify_args(args, collectives, launchers, left))
+            code, checked = run_command(_verify_args(args, collectives, launchers, left)), True
+    withdrawn = withdraw_after_check(args, checked)
     report = {"commcost_tune": provenance_lines(params, params_path, model, args.ppn), "model": model,
               "parameters": str(params_path.resolve()),
               "converged_share": share, "points": params.meta.get("points"),
               "unconverged": calibration["unconverged"], "fit_quality": quality, "min_gain": args.min_gain,
               "calibrated_procs": calibration["procs"], "measured_sizes": list(calibration["sizes"]),
-              "selections": confidence, "files": [str(p) for p in written]}
+              "selections": confidence, "files": [str(p) for p in written], "withdrawn": withdrawn}
     verified = args.out / "verify.json"
     if verified.exists() and conf is not None and not args.no_verify:
         report["verify"] = json.loads(verified.read_text())
@@ -308,23 +311,12 @@ def _select_and_write(args, collectives, procs, sizes, model: str, params, param
                 reports.append(text)
                 if han_config is not None:
                     han_configs.append(han_config)
-    written = []
+    from commcost.cli.tune_files import write_ompi_files
+    from commcost.io.han_rules import env_lines
+
     provenance = provenance_lines(params, params_path, model, args.ppn)
-    conf = None
-    if ompi:
-        from commcost.io.han_rules import env_lines, mca_params_text, write_han_rules
-        from commcost.io.ompi_rules import write_ompi_rules
-
-        for fmt, name in (("classic", "ompi-rules.conf"), ("json", "ompi-rules.json")):
-            write_ompi_rules(ompi, args.out / name, fmt, provenance)
-            written.append(args.out / name)
-        write_han_rules(ompi, args.out / "han-rules.conf", provenance)
-        from commcost.selection.han_config import han_mca_settings
-
-        conf = mca_params_text(args.out / "ompi-rules.conf", args.out / "han-rules.conf", provenance,
-                               han_mca_settings(han_configs))
-        (args.out / "mca-params.conf").write_text(conf)
-        written += [args.out / "han-rules.conf", args.out / "mca-params.conf"]
+    args.deployed = (ompi, han_configs, provenance)  # what withdraw_measured_slower rewrites after the check
+    written, conf = write_ompi_files(args.out, ompi, han_configs, provenance) if ompi else ([], None)
     if mpich:
         from commcost.io.mpich_json import write_mpich_json
 
@@ -405,18 +397,18 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     written, conf, confidence = _select_and_write(args, collectives, procs, sizes, "hockney", params, params_path,
                                                   platform_path, calibration, None, sorted(fit.params), started,
                                                   args.from_measurements)
-    code = 0
+    code, checked = 0, False
     if conf is not None and args.verify_launcher and not args.no_verify:
         left = args.budget - (time.monotonic() - started) - 2.0
         print(f"\n[4/4] timing the collectives with and without {args.out / 'mca-params.conf'}", flush=True)
-        code = run_command(_verify_args(args, collectives, {}, left))
+        code, checked = run_command(_verify_args(args, collectives, {}, left)), True
     else:
         print("\n[4/4] not timed here (the measurements came from elsewhere): run commcost verify "
               f"{args.out} on the machine", flush=True)
     report = {"commcost_tune": provenance_lines(params, params_path, "hockney", args.ppn), "model": "hockney",
               "parameters": str(params_path.resolve()), "from_measurements": str(args.from_measurements),
               "fit": {**total, "poorly_identified": fit.weak}, "min_gain": args.min_gain, "selections": confidence,
-              "files": [str(p) for p in written]}
+              "files": [str(p) for p in written], "withdrawn": withdraw_after_check(args, checked)}
     verified = args.out / "verify.json"
     if verified.exists() and conf is not None and args.verify_launcher and not args.no_verify:
         report["verify"] = json.loads(verified.read_text())

@@ -67,7 +67,7 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
              f"{counts['extrapolated']} extrapolated (beyond {calibration['procs']} ranks or the measured sizes "
              f"{calibration['sizes'][0]}..{calibration['sizes'][1]} B)")
     if han_config is not None:
-        text += "\n  " + han_config_line(han_config)
+        text += "\n  " + han_config_line(han_config, args.min_gain)
     penalty = {"Open MPI default": predicted_penalty(default_s, result)} if default else None
     if default:
         text += "\n" + render_penalties(penalty, f"  {default_title}, priced by the same model:")
@@ -111,7 +111,7 @@ def han_decision_values(args) -> dict[str, list[int]]:
     return out
 
 
-def han_config_line(config) -> str:
+def han_config_line(config, min_gain: float) -> str:
     """One line saying which han configuration the rules deploy, and why."""
     from commcost.collectives.ompi_han import LOW_MODULES, UP_MODULES
 
@@ -124,7 +124,8 @@ def han_config_line(config) -> str:
 
     values = ", ".join(show(k, v) for k, v in sorted(config.values.items()))
     if not config.changed:
-        return f"coll/han keeps its defaults ({values}): no other configuration priced lower"
+        return (f"coll/han keeps its defaults ({values}): no other configuration priced is faster by "
+                f"{min_gain:.0%} (geometric mean) where it changes the best time")
     gain = config.default_geomean_s / config.geomean_s - 1.0
     return (f"coll/han configured: {values} (mca-params.conf); geometric mean of the best times "
             f"{gain:.1%} below han's defaults")
