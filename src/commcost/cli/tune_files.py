@@ -62,8 +62,9 @@ def withdraw_after_check(args: Any, checked: bool) -> list[dict[str, Any]]:
               f"({', '.join(f'{k}={v}' for k, v in sorted(config.changed.items()))}): han under it measured slower "
               "than Open MPI's default; mca-params.conf keeps han's defaults")
         rows.append({"collective": config.collective.value, "han_config": config.changed})
-    print(f"\n  withdrawn: {len(gone)} rule(s) the check measured slower than Open MPI's default; the files now "
-          "keep the default there (rewritten):")
+    if gone:
+        print(f"\n  withdrawn: {len(gone)} rule(s) the check measured slower than Open MPI's default; the files "
+              "now keep the default there (rewritten):")
     for selection, rule, point in gone:
         span = f"P {rule.procs_lo}..{rule.procs_hi}, {rule.nbytes_lo}..{rule.nbytes_hi} B"
         gain = point.get("measured_gain")

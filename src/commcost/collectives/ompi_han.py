@@ -344,8 +344,8 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     (:data:`.ompi_sm.SM_BCAST`)."""
     from commcost.collectives.ompi_sm import SM_BCAST
 
-    adapt = module_index(params, "up", UP_MODULES) == 1
-    sm = module_index(params, "low", LOW_MODULES) == 1
+    adapt = adapt_bcast() if module_index(params, "up", UP_MODULES) == 1 else None
+    sm = (SM_BCAST, SM_BCAST.resolve_params()) if module_index(params, "low", LOW_MODULES) == 1 else None
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
@@ -358,7 +358,7 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
         if i >= nseg:
             return None
         if adapt:
-            return lambda: run(rec, *adapt_bcast(), Collective.BCAST, lv.leaders, int(size[i]), lv.root_node,
+            return lambda: run(rec, *adapt, Collective.BCAST, lv.leaders, int(size[i]), lv.root_node,
                                int(bounds[i]), f"up {i}: ")
         if i == 0:
             return lambda: tuned_run(rec, Collective.BCAST, lv.leaders, int(size[0]), lv.root_node, 0, "up 0: ")
@@ -367,8 +367,8 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
     def low(i: int) -> Call:
         if sm:
-            return lambda: run(rec, SM_BCAST, SM_BCAST.resolve_params(), Collective.BCAST, lv.nodes, int(size[i]),
-                               lv.root_low, int(bounds[i]), f"low {i}: ")
+            return lambda: run(rec, *sm, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
+                               f"low {i}: ")
         return lambda: tuned_run(rec, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
                                  f"low {i}: ")
 

@@ -62,4 +62,3 @@ def _sm_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 SM_BCAST = Algorithm(Collective.BCAST, "ompi", "sm_bcast", _sm_bcast,
                      "coll/sm (han's low module 1): fragments down a heap fan-out tree through shared memory",
                      params=(DEGREE, FRAGMENT))
-

@@ -321,4 +321,3 @@ def build_heap_tree(degree: int, nprocs: int) -> Tree:
         depth[level_end:level_end + width] = level
         level_end += width
     return _tree(nprocs, 0, [parent], [v], depth)
-

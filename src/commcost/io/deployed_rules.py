@@ -182,8 +182,8 @@ def _han(collective: Collective, algorithm: str, why: str, tunables: dict[str, i
     params = registered.resolve_params()
     own = {k: v for k, v in (tunables or {}).items() if k in params}
     params.update(own)
-    shown = "".join(f", {k}={v}" for k, v in sorted(own.items()))
-    return Runs(f"{why}: {registered.name}" + (f" ({shown[2:]})" if shown else ""), Choice(registered, params))
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(own.items()))
+    return Runs(f"{why}: {registered.name}" + (f" ({shown})" if shown else ""), Choice(registered, params))
 
 
 def fixed(collective: Collective, nprocs: int, nbytes: int) -> Runs:

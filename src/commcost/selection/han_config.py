@@ -115,23 +115,22 @@ def choose_han_config(result: SelectionResult, min_gain: float = 0.0) -> tuple[S
             seen.append(config)
     if defaults not in seen:
         seen.insert(0, dict(defaults))
-    scored = []
+    scored = []  # (geometric mean, candidates kept, configuration, best time per point)
     for config in seen:
         keep = flat + [i for i in han if _fits(result.choices[i], config)]
-        scored.append((_geomean(result.time_s[keep].min(axis=0)), keep, config))
-    default_score, default_keep, _ = next(item for item in scored if item[2] == defaults)
-    default_best = result.time_s[default_keep].min(axis=0)
+        best = result.time_s[keep].min(axis=0)
+        scored.append((_geomean(best), keep, config, best))
+    default_score, default_keep, _, default_best = next(item for item in scored if item[2] == defaults)
 
     def worth(item) -> bool:
-        score, keep, _ = item
-        best = result.time_s[keep].min(axis=0)
+        score, _, _, best = item
         changed = np.isfinite(best) & np.isfinite(default_best) & ~np.isclose(best, default_best, rtol=1e-9, atol=0)
         gain = _geomean(default_best[changed]) / _geomean(best[changed]) if changed.any() else 1.0
         return score < default_score * (1.0 - TIE_RTOL) and gain >= 1.0 + min_gain
 
     candidates = [item for item in scored if item[2] != defaults and worth(item)]
-    best_score, keep, config = min(candidates, key=lambda item: item[0]) if candidates else \
-        (default_score, default_keep, defaults)
+    best_score, keep, config, _ = min(candidates, key=lambda item: item[0]) if candidates else \
+        (default_score, default_keep, defaults, default_best)
     keep = sorted(keep)
     choices = tuple(result.choices[i] for i in keep)
     time_s = result.time_s[keep]
