@@ -166,7 +166,7 @@ def test_tune_from_measurements_goes_straight_to_rules(imported, tmp_path, capsy
     from commcost.io.han_rules import read_mca_params
 
     conf = read_mca_params(out / "mca-params.conf")
-    for name, tunables in (("bcast", {"segsize", "up", "low"}), ("allreduce", {"segsize"})):
+    for name, tunables in (("bcast", {"segsize", "up", "low"}), ("allreduce", {"segsize", "up", "low"})):
         han = report["selections"][f"{name}.ompi"]["han_config"]
         assert set(han["values"]) == tunables and han["geomean_s"] <= han["default_geomean_s"]
         assert han["changed"] == {k: v for k, v in han["values"].items() if han["defaults"][k] != v}

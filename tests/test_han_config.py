@@ -11,7 +11,7 @@ import pytest
 from collective_helpers import edges_of, waited_by
 from commcost.collectives import Case, Collective, build, find
 from commcost.collectives.dataflow import check
-from commcost.collectives.ompi_han import adapt_bcast
+from commcost.collectives.ompi_adapt import adapt_bcast
 from commcost.collectives.ompi_sm import SM_BCAST
 from commcost.collectives.trees import build_heap_tree
 from commcost.errors import InputError
@@ -106,7 +106,10 @@ def test_han_variants_put_the_defaults_first_and_vary_only_what_each_algorithm_h
     assert len(han) == 2 * 2 * 2 and han[0].params == HAN.resolve_params()
     assert [c.params for c in bcast if c.algorithm.name == "han_simple"] == [{"ppn": 0}]
     reduce = han_variants(Collective.REDUCE, "ompi", {"segsize": [16384], "up": [0, 1]})
-    assert sorted(c.params["segsize"] for c in reduce if c.algorithm.name == "han") == [16384, 65536]
+    assert sorted((c.params["segsize"], c.params["up"]) for c in reduce if c.algorithm.name == "han") == [
+        (16384, 0), (16384, 1), (65536, 0), (65536, 1)]
+    gather = han_variants(Collective.GATHER, "ompi", {"segsize": [16384], "up": [0, 1], "low": [0, 1]})
+    assert all(not {"segsize", "up", "low"} & set(c.params) for c in gather)
 
 
 def _result(choices, time_s):

@@ -350,6 +350,48 @@ def test_written_han_configuration_takes_effect_on_two_nodes(cluster, tmp_path):
 
 
 @needs_netns
+def test_written_han_components_for_reduce_and_allreduce_take_effect_on_two_nodes(cluster, tmp_path):
+    """Issue 12 item 2 for reduce and allreduce: coll_han_<coll>_up_module 1 (coll/adapt's ireduce between the
+    leaders: segments of 163,740 bytes up its binomial tree) and _low_module 1 (coll/sm's reduce and bcast
+    inside the nodes: shared-memory copies, no pml message), written as tune writes them, change what Open
+    MPI 5 runs on 2 nodes x 2 as commcost's schedules say, pair by pair in bytes and messages. With han's
+    256 KiB segments a 400,000-byte reduce goes up in 2 + 1 adapt messages where libnbc's 8 KiB chain sends
+    49."""
+    import ompi_monitoring
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.io.han_rules import mca_params_text, write_han_rules
+    from commcost.io.ompi_rules import write_ompi_rules
+    from commcost.selection.decision import Choice, compress
+    from commcost.selection.han_config import HanConfig, han_mca_settings
+
+    # (collective, bytes, root, configuration, the leaders' reduce messages on that pair)
+    cases = ((Collective.REDUCE, 400_000, 1, {"segsize": 262144, "up": 1}, (3, 1), 3),
+             (Collective.REDUCE, 400_000, 3, {"segsize": 262144, "low": 1}, (1, 3), 49),
+             (Collective.REDUCE, 200_000, 0, {"up": 1, "low": 1}, (2, 0), 4),
+             (Collective.ALLREDUCE, 300_000, 0, {"segsize": 262144, "up": 1, "low": 1}, (2, 0), 3))
+    for collective, nbytes, root, values, pair, leader_messages in cases:
+        han = find(collective, "ompi.han")
+        defaults = {k: v for k, v in han.resolve_params().items() if k != "ppn"}
+        config = HanConfig(collective, {**defaults, **values}, defaults, 1.0, 2.0)
+        choice = config.apply(Choice(han, han.resolve_params()))
+        name = f"{collective.value}-" + "-".join(f"{k}{v}" for k, v in sorted(values.items()))
+        folder = tmp_path / name
+        folder.mkdir()
+        selection = compress(collective, "ompi", [4], [1, 1 << 20], [[choice, choice]], "test")
+        write_ompi_rules([selection], folder / "tuned.conf")
+        write_han_rules([selection], folder / "han.conf")
+        (folder / "mca-params.conf").write_text(mca_params_text(folder / "tuned.conf", folder / "han.conf", (),
+                                                                 han_mca_settings([config])))
+        seen = _call_traffic(cluster, tmp_path, collective.value, nbytes, root, folder / "mca-params.conf")
+        schedule = build(han, Case(collective, 4, nbytes, root), {**choice.params, "ppn": 2}).schedule
+        expected = ompi_monitoring.traffic_of_schedule(schedule)
+        if values.get("low") == 1:  # coll/sm copies through shared memory: no pml message inside a node
+            expected = {(s, d): v for (s, d), v in expected.items() if s // 2 != d // 2}
+        assert seen == expected, name
+        assert seen[pair][1] == leader_messages, (name, seen)
+
+
+@needs_netns
 def test_verify_times_han_default_against_flat_rules_on_two_nodes(cluster, tmp_path, capsys):
     """Issue 12 item 7 on two nodes: commcost verify through the two-node launch line times Open MPI's default
     (han: 2 nodes x 2) and the written files (han hands bcast to tuned, which runs basic_linear), labels each

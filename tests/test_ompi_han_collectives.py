@@ -159,5 +159,5 @@ def test_selection_keeps_han_segment_sizes_at_their_defaults():
 
     chosen = candidates(Collective.ALLREDUCE, "ompi", {"segsize": [0, 8192, 32768]})
     han = [c for c in chosen if c.algorithm.name in ("han", "han_simple")]
-    assert [c.params for c in han] == [{"segsize": 65536, "ppn": 0}, {"ppn": 0}]
+    assert [c.params for c in han] == [{"segsize": 65536, "ppn": 0, "up": 0, "low": 0}, {"ppn": 0}]
     assert {c.params["segsize"] for c in chosen if c.algorithm.name == "segmented_ring"} == {0, 8192, 32768}

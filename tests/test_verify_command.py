@@ -29,6 +29,22 @@ def _point(default_s, rules_s, same=False, predicted=None, ci=0.01):
             "same_algorithm": same, "verdict": verdict}
 
 
+def test_a_side_over_launches_is_the_median_and_its_spread_is_noise():
+    from commcost.cli.verify_command import _side
+    from commcost.io.measurements import Measurement
+
+    def row(run, median, ci=0.01):
+        return Measurement(benchmark="collective", collective="bcast", algorithm="rules", nprocs=2, nnodes=1,
+                           ppn=2, channel="any", nbytes=4 << 20, run=run, reps=50, time_s_mean=median,
+                           time_s_median=median, ci95_rel=ci, converged=True)
+    side = _side("rules", [row(1, 600e-6, 0.02), row(0, 200e-6), row(2, 300e-6)])
+    assert side["rules_launches_s"] == [200e-6, 600e-6, 300e-6]  # in round order
+    assert side["rules_s"] == pytest.approx(300e-6) and side["rules_ci95_rel"] == 0.02
+    assert side["rules_launch_spread"] == pytest.approx(2.0) and side["rules_converged"]
+    assert _side("default", [row(0, 1e-6)])["default_launch_spread"] == 0.0
+    assert _side("default", [])["default_s"] is None
+
+
 def test_summary_counts_changed_points_and_takes_noise_from_unchanged_ones():
     points = [_point(2.0, 1.0, predicted=1.5), _point(1.0, 1.25, predicted=1.2), _point(1.0, 1.01, predicted=1.1),
               _point(1.1, 1.0, same=True), _point(1.0, 1.05, same=True)]
@@ -94,7 +110,8 @@ def test_bad_input_is_one_line(tmp_path, capsys):
 @needs_mpi
 def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
     folder = _rules_dir(tmp_path)
-    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet"]) == 0
+    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet",
+                 "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     report = json.loads((folder / "verify.json").read_text())
     assert [(p["nprocs"], p["nbytes"]) for p in report["points"]] == [(2, 1024), (3, 1024)]
@@ -104,15 +121,38 @@ def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
     assert "gain" in out and "predicted" in out
     # a second run reuses what verify.csv holds; rules newer than it start over
     assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet", "--html",
-                 str(tmp_path / "verify.html")]) == 0
+                 str(tmp_path / "verify.html"), "--rounds", "1"]) == 0
     assert "reusing the points" in capsys.readouterr().out
     page = (tmp_path / "verify.html").read_text()  # the reused points on one page, the rules files' digests on top
     assert "Measured gains" in page and "ompi-rules.conf" in page and "sha256" in page
     assert page.count("data:image/png;base64,") == 1 and "tuned rule: basic_linear" in page
     later = time.time() + 5
     os.utime(folder / "ompi-rules.conf", (later, later))
-    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "12", "--quiet"]) == 0
+    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "12", "--quiet",
+                 "--rounds", "1"]) == 0
     assert "measuring afresh (the rules changed" in capsys.readouterr().out
+
+
+@needs_mpi
+def test_verify_alternates_launches_and_counts_their_spread_as_noise(tmp_path, capsys):
+    """--rounds 2 (the default): default, rules, default, rules, each launch's rows numbered by its round; a
+    side's time is the median of its launches' medians, and their spread widens the verdict's noise."""
+    from commcost.io.measurements import read_measurements
+
+    folder = _rules_dir(tmp_path)
+    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "30"]) == 0
+    out = capsys.readouterr().out
+    rows = [r for r in read_measurements(folder / "verify.csv")]
+    assert sorted((r.algorithm, r.run) for r in rows) == [("default", 0), ("default", 1), ("rules", 0),
+                                                          ("rules", 1)]
+    assert [line for line in out.splitlines() if "round " in line][:2]  # each launch's line says its round
+    point = json.loads((folder / "verify.json").read_text())["points"][0]
+    for side in ("default", "rules"):
+        launches = point[f"{side}_launches_s"]
+        assert len(launches) == 2 and point[f"{side}_s"] == pytest.approx(sum(launches) / 2)
+        assert point[f"{side}_launch_spread"] == pytest.approx(max(launches) / min(launches) - 1)
+    assert point["launch_spread"] == max(point["default_launch_spread"], point["rules_launch_spread"])
+    assert "launch-to-launch spread" in out
 
 
 def test_open_mpi_reads_the_rules_side_parameter_files(tmp_path):

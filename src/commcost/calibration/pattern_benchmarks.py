@@ -37,7 +37,8 @@ def time_exchange(comm: Any, schedule: Schedule, repeat: int, order: str = "in-o
         incoming = incoming[::-1]
     outgoing = np.flatnonzero(schedule.src == rank)
     outgoing = outgoing[np.argsort(schedule.dst[outgoing], kind="stable")]
-    buffers = {int(t): np.zeros(int(schedule.nbytes[t]), dtype=np.uint8) for t in (*incoming, *outgoing)}
+    buffers = {int(t): np.full(int(schedule.nbytes[t]), 0xA5, dtype=np.uint8)  # written pages, as OSU
+               for t in (*incoming, *outgoing)}
 
     def once() -> float:
         comm.Barrier()

@@ -45,6 +45,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    help="stop with an error unless every rank has this environment variable (commcost verify: "
                         "the launch line must pass the parameter file to every rank)")
     p.add_argument("--deadline-s", type=float, default=None, help="seconds for the whole run")
+    p.add_argument("--run", type=int, default=0, help="the rows' run index (commcost verify: the launch round)")
     p.add_argument("--point-budget", type=float, default=1.0, help="seconds at most per point")
     p.add_argument("--min-reps", type=int, default=20)
     p.add_argument("--max-reps", type=int, default=1_000_000)
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             return Measurement(
                 benchmark=point.benchmark, collective=point.collective, algorithm=point.algorithm,
                 nprocs=point.nprocs, nnodes=nnodes, ppn=ppn, channel=point.channel, nbytes=point.nbytes,
-                segsize=point.segsize, tau=point.tau,
+                segsize=point.segsize, tau=point.tau, run=max(args.run, 0),
                 time_s_mean=stats["mean"], reps=stats.get("reps"), time_s_median=stats.get("median"),
                 time_s_min=stats.get("min"), time_s_max=stats.get("max"), time_s_std=stats.get("std"),
                 ci95_rel=stats.get("ci95_rel"), converged=stats.get("converged"), mpi=mpi, host=host,

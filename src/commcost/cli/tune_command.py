@@ -57,9 +57,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="coll/han segment sizes to try besides its 64KiB (one per collective is deployed, as "
                         "coll_han_<coll>_segsize; '' keeps 64KiB)")
     p.add_argument("--han-modules", choices=("all", "default"), default="default",
-                   help="all: also try han's other components per level (bcast: adapt between nodes, sm inside "
-                        "them; coll_han_bcast_up_module/low_module); default: libnbc and tuned only (adapt's "
-                        "synchronous sends are not priced: measured 0.56x on two nodes at 2KiB)")
+                   help="all: also try han's other components per level (bcast, reduce, allreduce: adapt between "
+                        "nodes, sm inside them; coll_han_<coll>_up_module/low_module); default: libnbc and tuned "
+                        "only (adapt's synchronous sends are not priced: measured 0.56x on two nodes at 2KiB)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",

@@ -4,9 +4,15 @@ The measured side of a tuning (issue 12 item 7). ``RULES_DIR/mca-params.conf``
 (``commcost tune`` writes it; a site's own works too) names the rules files.
 For each collective they decide, on the ranks the launch line starts, a few
 sizes per rule band (:func:`commcost.io.deployed_rules.probe_sizes`, up to
-``--max-nbytes``) are timed twice, OSU-style (warm-up, a barrier before each
+``--max-nbytes``) are timed OSU-style (warm-up, a barrier before each
 sample, repetitions until the 95% CI of the mean is within 2.5% or the
-point's budget is spent; the median): once as Open MPI runs them by default
+point's budget is spent; the median) in ``--rounds`` launches per side,
+alternating (default, rules, default, rules), so that what one launch
+happens to get (which cores, which caches: on a 2-core VM a 4 MiB message
+took 200 us in one launch and 600 to 1,200 us in another, each with a
+tight CI) counts as noise instead of as a gain. A side's time is the median
+of its launches' medians, and a point's verdict needs a gain beyond both
+CIs and the spread between its launches. The sides run once as Open MPI runs them by default
 (no ``OMPI_MCA_coll_*`` setting; only the site-wide parameter file) and once
 with ``OMPI_MCA_mca_base_param_files=RULES_DIR/mca-params.conf`` (then the
 site-wide file), as the deploy instructions use it (every rank must receive it: the worker stops
@@ -39,6 +45,7 @@ STARTUP_S = 4.0  # kept back per launch from the budget
 MIN_SHARE_S = 1.0  # seconds of measuring a launch gets at least, while any of the budget is left
 # a gain whose distance from 1 is within the two points' 95% CIs (relative) is "same"
 NOISE_FLOOR = 0.02
+ROUNDS = 2  # launches per side by default
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -53,6 +60,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-nbytes", default="4MiB", help="largest size probed per band (default 4MiB)")
     p.add_argument("--max-sizes", type=int, default=4, help="at most this many sizes per collective (default 4)")
     p.add_argument("--budget", type=seconds_budget, default=60.0, help="seconds for all measurements (default 60)")
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help=f"launches per side, alternating default and rules; their spread counts as noise "
+                        f"(default {ROUNDS})")
     p.add_argument("--fresh", action="store_true", help="measure again the points verify.csv already holds")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
     add_unit_option(p)
@@ -148,7 +158,8 @@ def environments(conf: Path, system: Path | None = None) -> dict[str, dict[str, 
 
 
 def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list[str]:
-    """Per rank count, run the default and the rules side (equal shares of the budget); the failed launches."""
+    """Per rank count, ``--rounds`` launches of each side, alternating (equal shares of the budget); the failed
+    launches."""
     from commcost.calibration.plan import Run
     from commcost.cli.mpi_launch import find_mpirun, launch_line, launch_retrying, run_worker, worker_args
     from commcost.io.measurements import read_measurements
@@ -158,38 +169,41 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list
     failed = []
     started = time.monotonic()
     seen: set = set()
+    rounds = max(int(getattr(args, "rounds", ROUNDS)), 1)
 
     def poll() -> None:
         if args.quiet or not csv_path.exists():
             return
         for row in read_measurements(csv_path):
-            key = (row.algorithm, row.collective, row.nbytes, row.nprocs)
+            key = (row.algorithm, row.collective, row.nbytes, row.nprocs, row.run)
             if key not in seen:
                 seen.add(key)
                 print(f"  {row.algorithm:<7} P={row.nprocs:<3} {row.collective:<9} {row.nbytes:>9} B  "
+                      + (f"round {row.run + 1}  " if rounds > 1 else "") +
                       f"{row.time_s_median or 0:.3e} s ({row.reps} reps{'' if row.converged else ', budget out'})",
                       flush=True)
 
     poll()
-    launches = [(nprocs, label) for nprocs in procs for label in LABELS]
-    for index, (nprocs, label) in enumerate(launches):
+    launches = [(nprocs, label, r) for nprocs in procs for r in range(rounds) for label in LABELS]
+    for index, (nprocs, label, run) in enumerate(launches):
         plan = plans[nprocs]
         sizes = sorted({m for ms in plan.values() for m in ms})
         calls = ",".join(":".join([c.value, *map(str, ms)]) for c, ms in plan.items())
         left = args.budget - (time.monotonic() - started)
         share = max((left - STARTUP_S * (len(launches) - index)) / (len(launches) - index), MIN_SHARE_S)
+        name = f"P={nprocs} {label}" + (f" round {run + 1}" if rounds > 1 else "")
         if left < MIN_SHARE_S:
-            failed.append(f"P={nprocs} {label} (no budget left)")
+            failed.append(f"{name} (no budget left)")
             continue
         namespace = argparse.Namespace(launcher=args.launcher, procs=nprocs, channel_launcher=[])
         line, _ = launch_line(namespace, mpirun, Run(("collective",), CHANNEL, procs=nprocs))
-        cmd = [*line, *worker_args(csv_path, CHANNEL, label, sizes, share), "--calls", calls]
+        cmd = [*line, *worker_args(csv_path, CHANNEL, label, sizes, share, run), "--calls", calls]
         if label == "rules":  # every rank must get the parameter file, else this side silently runs the default
             cmd += ["--expect-env", f"{PARAM_FILES}={envs[label][PARAM_FILES]}"]
         rc = launch_retrying(lambda: run_worker(cmd, envs[label], share + STARTUP_S + 4.0, poll),
                              lambda: args.budget - (time.monotonic() - started) >= MIN_SHARE_S)
         if rc not in (0, 124):
-            failed.append(f"P={nprocs} {label} (exit {rc})")
+            failed.append(f"{name} (exit {rc})")
     poll()
     return failed
 
@@ -222,36 +236,51 @@ def _predicted(price, choice, nprocs: int, nbytes: int) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def _side(label: str, runs: list) -> dict:
+    """One side of a point over its launches: the median of the launches' medians, the largest CI, whether
+    every launch converged, each launch's time, and their spread (largest / smallest - 1; 0 for one)."""
+    import statistics
+
+    times = [r.time_s_median or r.time_s_mean for r in sorted(runs, key=lambda r: r.run)]
+    times = [t for t in times if t and t > 0]
+    cis = [r.ci95_rel for r in runs if r.ci95_rel is not None]
+    return {f"{label}_s": statistics.median(times) if times else None,
+            f"{label}_ci95_rel": max(cis) if cis else None,
+            f"{label}_converged": all(bool(r.converged) for r in runs) if runs else None,
+            f"{label}_launches_s": times,
+            f"{label}_launch_spread": max(times) / min(times) - 1.0 if len(times) > 1 else 0.0}
+
+
 def results(args, rules, nprocs: int, plan: dict, csv_path: Path) -> list[dict]:
     """One entry per planned point with what runs either way, the measured and predicted times and gains."""
     from commcost.collectives.ompi_han import tuned_rules_inside
     from commcost.io.deployed_rules import open_mpi_default
     from commcost.io.measurements import read_measurements
 
-    rows = {}
+    rows: dict[tuple, list] = {}
     for row in read_measurements(csv_path) if csv_path.exists() else []:
         if row.nprocs == nprocs and row.algorithm in LABELS and row.reps:
-            rows[(row.algorithm, row.collective, row.nbytes)] = row
-    nodes = {row.nnodes for row in rows.values() if row.nnodes}
+            rows.setdefault((row.algorithm, row.collective, row.nbytes), []).append(row)
+    nodes = {row.nnodes for runs in rows.values() for row in runs if row.nnodes}
     out = []
     for collective, sizes in plan.items():
         pricing = _pricer(args.rules_dir, collective, nprocs)
         price, model = pricing if pricing else (None, None)
         for nbytes in sizes:
-            measured = {label: rows.get((label, collective.value, nbytes)) for label in LABELS}
-            nnodes = next((m.nnodes for m in measured.values() if m is not None and m.nnodes), None) or \
+            measured = {label: rows.get((label, collective.value, nbytes), []) for label in LABELS}
+            nnodes = next((m.nnodes for runs in measured.values() for m in runs if m.nnodes), None) or \
                 (max(nodes) if nodes else 1)
             default = open_mpi_default(collective, nprocs, nbytes, nnodes)
             tuned = rules.runs(collective, nprocs, nbytes, nnodes)
             entry = {"collective": collective.value, "nprocs": nprocs, "nnodes": nnodes, "nbytes": nbytes,
                      "default_runs": default.label, "rules_run": tuned.label}
-            for label, row in measured.items():
-                entry[f"{label}_s"] = (row.time_s_median or row.time_s_mean) if row is not None else None
-                entry[f"{label}_ci95_rel"] = row.ci95_rel if row is not None else None
-                entry[f"{label}_converged"] = bool(row.converged) if row is not None else None
+            for label, runs in measured.items():
+                entry.update(_side(label, runs))
             entry["measured_gain"] = (entry["default_s"] / entry["rules_s"]
                                       if entry["default_s"] and entry["rules_s"] else None)
-            noise = sum(entry[f"{label}_ci95_rel"] or 0.0 for label in LABELS) + NOISE_FLOOR
+            entry["launch_spread"] = max(entry[f"{label}_launch_spread"] for label in LABELS)
+            noise = (sum(entry[f"{label}_ci95_rel"] or 0.0 for label in LABELS) + NOISE_FLOOR
+                     + entry["launch_spread"])
             gain = entry["measured_gain"]
             same_algorithm = default.label.split(": ", 1)[-1] == tuned.label.split(": ", 1)[-1]
             entry["same_algorithm"] = same_algorithm
@@ -284,6 +313,7 @@ def summary(points: list[dict]) -> dict:
             "measured_gain_geomean": geomean(measured), "predicted_gain_geomean": geomean(predicted),
             "noise": max((abs(math.log(g)) for g in unchanged), default=None) and
             math.exp(max(abs(math.log(g)) for g in unchanged)) - 1.0,
+            "launch_spread": max((p.get("launch_spread") or 0.0 for p in points), default=None),
             "slower": [f"{p['collective']} {p['nbytes']} B" for p in changed if p["verdict"] == "slower"],
             "faster": sum(p["verdict"] == "faster" for p in changed),
             "same": sum(p["verdict"] == "same" for p in changed)}
@@ -300,14 +330,18 @@ def render(points: list[dict], totals: dict, conf: Path, unit: str | None = None
     def ratio(value):
         return f"{value:.2f}x" if value else "-"
 
+    def spread(value):
+        return f"{100 * value:.0f}%" if value is not None else "-"
+
     lines = [f"  verify {conf}: measured default vs with the rules (median), gain = default / with rules"]
     header = (f"  {'collective':<10} {'P':>4} {'nodes':>5} {'nbytes':>9}  {'default runs':<34} {'with rules':<34} "
-              f"{'default':>10} {'rules':>10} {'gain':>7} {'predicted':>9}  verdict")
+              f"{'default':>10} {'rules':>10} {'gain':>7} {'spread':>6} {'predicted':>9}  verdict")
     lines += [header, "  " + "-" * (len(header) - 2)]
     for p in points:
         lines.append(f"  {p['collective']:<10} {p['nprocs']:>4} {p['nnodes']:>5} {format_nbytes(p['nbytes']):>9}  "
                      f"{p['default_runs'][:34]:<34} {p['rules_run'][:34]:<34} {seconds(p['default_s']):>10} "
-                     f"{seconds(p['rules_s']):>10} {ratio(p['measured_gain']):>7} {ratio(p['predicted_gain']):>9}  "
+                     f"{seconds(p['rules_s']):>10} {ratio(p['measured_gain']):>7} {spread(p.get('launch_spread')):>6} "
+                     f"{ratio(p['predicted_gain']):>9}  "
                      f"{p['verdict']}")
     if totals["measured"]:
         lines.append(f"  where the rules change the algorithm: measured gain {ratio(totals['measured_gain_geomean'])} "
@@ -320,6 +354,9 @@ def render(points: list[dict], totals: dict, conf: Path, unit: str | None = None
                      "(nothing to gain here)")
     if totals["noise"] is not None:
         lines.append(f"  run-to-run noise (same algorithm both ways): up to {100 * totals['noise']:.0f}%")
+    if totals.get("launch_spread"):
+        lines.append(f"  launch-to-launch spread (the same side in its launches; counted as noise in the verdict): "
+                     f"up to {100 * totals['launch_spread']:.0f}%")
     return "\n".join(lines)
 
 
@@ -364,6 +401,8 @@ def _verify(args: argparse.Namespace) -> int:
                              f"{MAX_CALIBRATION_RANKS:,} (give --procs)", source=str(params))
     if not args.budget > 0:
         raise InputError(f"expected a positive number of seconds, got {args.budget}", where="--budget")
+    if args.rounds < 1:
+        raise InputError(f"expected at least 1 launch per side, got {args.rounds}", where="--rounds")
     collectives = _collectives(args, rules)
     plans = {nprocs: plan_points(args, rules, collectives, nprocs) for nprocs in procs}
     csv_path = args.rules_dir / "verify.csv"

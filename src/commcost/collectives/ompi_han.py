@@ -73,9 +73,16 @@ LIBNBC_LINEAR_UP_TO = 4  # nbc_ibcast.c: p <= 4 linear, else binomial (coll_libn
 
 PPN = Param("ppn", 0, "ranks per node, nodes filled in blocks (0: one node); han needs 2 or more nodes", 0)
 SEGSIZE = Param("segsize", HAN_SEGSIZE, "coll_han_bcast_segsize: bytes per segment (0: none)", 0)
-UP_MODULE = Param("up", 0, "coll_han_bcast_up_module: the leaders' component, 0 libnbc (blocking calls: tuned), "
-                  "1 adapt", 0)
-LOW_MODULE = Param("low", 0, "coll_han_bcast_low_module: the nodes' component, 0 tuned, 1 sm", 0)
+
+
+def module_params(collective: str) -> tuple[Param, Param]:
+    """han's ``coll_han_<collective>_up_module`` and ``_low_module`` as the parameters ``up`` and ``low``."""
+    return (Param("up", 0, f"coll_han_{collective}_up_module: the leaders' component, 0 libnbc (blocking calls: "
+                           "tuned), 1 adapt", 0),
+            Param("low", 0, f"coll_han_{collective}_low_module: the nodes' component, 0 tuned, 1 sm", 0))
+
+
+UP_MODULE, LOW_MODULE = module_params("bcast")
 # han's modules per level (coll_han_subcomms.c: up_comms[0] prefers libnbc, [1] adapt; low_comms[0] tuned, [1] sm)
 UP_MODULES = ("libnbc", "adapt")
 LOW_MODULES = ("tuned", "sm")
@@ -326,22 +333,15 @@ def module_index(params: Mapping[str, int], name: str, modules: Sequence[str]) -
     return value
 
 
-def adapt_bcast() -> tuple[Algorithm, dict[str, int]]:
-    """What coll/adapt's bcast and ibcast run with their defaults (``coll_adapt_ibcast.c``:
-    ``coll_adapt_bcast_algorithm`` 1, binomial, on ``build_bmtree``; ``coll_adapt_bcast_segment_size`` 0,
-    one segment): a rank forwards to its children in tree order once it has the data, as tuned's binomial
-    of one segment (the blocking bcast is the ibcast and a wait, ``coll_adapt_bcast.c``)."""
-    return find(Collective.BCAST, "binomial"), {"segsize": 0}
-
-
 @register(Collective.BCAST, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): segments up by tuned then libnbc, down by tuned",
           params=(SEGSIZE, PPN, UP_MODULE, LOW_MODULE))
 def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_bcast_intra`` (module docstring): up bcast of segment 0 (tuned, blocking); then per
     segment i the ibcast of i + 1 (libnbc) overlapping the low bcast of i (tuned). With ``up`` 1 both up
-    calls are coll/adapt's (:func:`adapt_bcast`), with ``low`` 1 the low bcasts coll/sm's
+    calls are coll/adapt's (:func:`.ompi_adapt.adapt_bcast`), with ``low`` 1 the low bcasts coll/sm's
     (:data:`.ompi_sm.SM_BCAST`)."""
+    from commcost.collectives.ompi_adapt import adapt_bcast
     from commcost.collectives.ompi_sm import SM_BCAST
 
     adapt = adapt_bcast() if module_index(params, "up", UP_MODULES) == 1 else None

@@ -26,11 +26,17 @@ ur (libnbc ireduce up), ub (libnbc ibcast down), lb (low bcast):
 * t3 for s = 0, 1, ...: post ub(s + 1) and ur(s + 2), lr(s + 3), lb(s), wait
   both (each only where the segment exists).
 
-So up to four segments are in flight. The simple versions
+So up to four segments are in flight. ``up`` 1 (``coll_han_reduce_up_module``,
+``coll_han_allreduce_up_module``) makes the leaders' ireduce and ibcast
+coll/adapt's (:mod:`.ompi_adapt`), ``low`` 1 the nodes' reduce and bcast
+coll/sm's (:mod:`.ompi_sm`); both are read from ``han_reduce.c`` and
+``han_allreduce.c``, which call ``up_comms[up_module]`` and
+``low_comms[low_module]``. The simple versions
 (``coll_han_use_simple_reduce`` / ``_allreduce``, or ``@simple`` in han's
 rules): the whole vector reduced on each node, then between the leaders
 (reduce: tuned's blocking reduce to the root's leader; allreduce: tuned's
-allreduce among the local-0 ranks), then (allreduce) the low bcast.
+allreduce among the local-0 ranks, on han's ``sub_comm`` pair, which the
+module parameters do not reach), then (allreduce) the low bcast.
 
 libnbc's ireduce (``nbc_ireduce.c``, ``libnbc_ireduce_algorithm`` 0) picks
 by communicator size p and count: Rabenseifner's reduce-scatter + gather
@@ -51,8 +57,8 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
-from commcost.collectives.ompi_han import (PPN, Call, Part, han_segment_bounds, in_steps, levels, libnbc_ibcast, run,
-                                           tuned_run)
+from commcost.collectives.ompi_han import (LOW_MODULES, PPN, UP_MODULES, Call, Part, han_segment_bounds, in_steps,
+                                           levels, libnbc_ibcast, module_index, module_params, run, tuned_run)
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
 from commcost.collectives.registry import Algorithm, find, register
@@ -62,6 +68,8 @@ LIBNBC_BINOMIAL_BELOW = 65536  # nbc_ireduce.c: binomial when p > 4 or the vecto
 
 REDUCE_SEGSIZE = Param("segsize", 65536, "coll_han_reduce_segsize: bytes per segment (0: none)", 0)
 ALLREDUCE_SEGSIZE = Param("segsize", 65536, "coll_han_allreduce_segsize: bytes per segment (0: none)", 0)
+REDUCE_MODULES = module_params("reduce")
+ALLREDUCE_MODULES = module_params("allreduce")
 
 
 def libnbc_ireduce(nprocs: int, nbytes: int, root: int) -> tuple[Algorithm, dict[str, int], np.ndarray, int]:
@@ -86,10 +94,31 @@ def libnbc_ireduce(nprocs: int, nbytes: int, root: int) -> tuple[Algorithm, dict
     return find(Collective.REDUCE, "ompi.pipeline"), {"segsize": LIBNBC_CHAIN_FRAGMENT}, order, root
 
 
-def _ireduce(rec: Recorder, leaders: np.ndarray, nbytes: int, root: int, offset: int, label: str) -> Part:
-    """libnbc's ireduce of ``nbytes`` from ``offset`` among ``leaders`` to ``leaders[root]``."""
+def _ireduce(rec: Recorder, leaders: np.ndarray, nbytes: int, root: int, offset: int, label: str,
+             adapt: bool = False) -> Part:
+    """The leaders' ireduce of ``nbytes`` from ``offset`` among ``leaders`` to ``leaders[root]``: libnbc's, or
+    with ``adapt`` coll/adapt's (its blocking reduce is the same and a wait)."""
+    if adapt:
+        from commcost.collectives.ompi_adapt import ADAPT_REDUCE
+        return run(rec, ADAPT_REDUCE, ADAPT_REDUCE.resolve_params(), Collective.REDUCE, leaders, nbytes, root,
+                   offset, label)
     algorithm, params, order, sub_root = libnbc_ireduce(len(leaders), nbytes, root)
     return run(rec, algorithm, params, Collective.REDUCE, leaders[order], nbytes, sub_root, offset, label)
+
+
+def _low(rec: Recorder, collective: Collective, nodes: np.ndarray, nbytes: int, root: int, offset: int, label: str,
+         sm: bool) -> Part:
+    """The nodes' blocking reduce or bcast: coll/tuned's fixed decision, or with ``sm`` coll/sm's."""
+    if sm:
+        from commcost.collectives.ompi_sm import SM_BCAST, SM_REDUCE
+        algorithm = SM_REDUCE if collective is Collective.REDUCE else SM_BCAST
+        return run(rec, algorithm, algorithm.resolve_params(), collective, nodes, nbytes, root, offset, label)
+    return tuned_run(rec, collective, nodes, nbytes, root, offset, label)
+
+
+def _modules(params: Mapping[str, int]) -> tuple[bool, bool]:
+    """(coll/adapt between the leaders, coll/sm inside the nodes) as ``params``' ``up`` and ``low`` say."""
+    return (module_index(params, "up", UP_MODULES) == 1, module_index(params, "low", LOW_MODULES) == 1)
 
 
 # -------------------------------------------------------------------------------------------- reduce
@@ -97,10 +126,11 @@ def _ireduce(rec: Recorder, leaders: np.ndarray, nbytes: int, root: int, offset:
 @register(Collective.REDUCE, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): segments reduced on each node by tuned, "
           "then between nodes by libnbc's ireduce, overlapping the next segment's low reduce",
-          params=(REDUCE_SEGSIZE, PPN))
+          params=(REDUCE_SEGSIZE, PPN, *REDUCE_MODULES))
 def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_reduce_intra`` (module docstring): low(0); then per segment s, ireduce(s) posted by
-    the leaders, low(s + 1), wait."""
+    the leaders, low(s + 1), wait (``up`` and ``low``: :func:`_ireduce`, :func:`_low`)."""
+    adapt, sm = _modules(params)
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
@@ -109,27 +139,32 @@ def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     nseg = len(size)
 
     def low(s: int) -> Call | None:
-        return None if s >= nseg else lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
-                                                   int(bounds[s]), f"low {s}: ")
+        return None if s >= nseg else lambda: _low(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
+                                              int(bounds[s]), f"low {s}: ", sm)
 
     def up(s: int) -> Call:
-        return lambda: _ireduce(rec, lv.leaders, int(size[s]), lv.root_node, int(bounds[s]), f"up {s}: ")
+        return lambda: _ireduce(rec, lv.leaders, int(size[s]), lv.root_node, int(bounds[s]), f"up {s}: ", adapt)
 
     in_steps(rec, [((), (low(0),))] + [((up(s),), (low(s + 1),)) for s in range(nseg)])
 
 
 @register(Collective.REDUCE, "ompi", "han_simple",
           "coll/han's simple reduce: the whole vector reduced on each node, then among the leaders, "
-          "both by tuned's fixed decision", params=(PPN,))
+          "both by tuned's fixed decision", params=(PPN, *REDUCE_MODULES))
 def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_reduce_intra_simple``: the low reduce to each leader, then tuned's blocking reduce
-    among the leaders to the root's."""
+    among the leaders to the root's (coll/adapt's with ``up`` 1; ``low`` 1: coll/sm's on the nodes)."""
+    adapt, sm = _modules(params)
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
-    in_steps(rec, [((), (lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, case.nbytes, lv.root_low, 0, "low: "),
-                         lambda: tuned_run(rec, Collective.REDUCE, lv.leaders, case.nbytes, lv.root_node, 0,
-                                           "up: ")))])
+
+    def up() -> Part:
+        if adapt:
+            return _ireduce(rec, lv.leaders, case.nbytes, lv.root_node, 0, "up: ", True)
+        return tuned_run(rec, Collective.REDUCE, lv.leaders, case.nbytes, lv.root_node, 0, "up: ")
+    in_steps(rec, [((), (lambda: _low(rec, Collective.REDUCE, lv.nodes, case.nbytes, lv.root_low, 0, "low: ", sm),
+                         up))])
 
 
 # ------------------------------------------------------------------------------------------ allreduce
@@ -137,9 +172,12 @@ def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
 @register(Collective.ALLREDUCE, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): per segment, reduce on each node (tuned), "
           "ireduce and ibcast between nodes (libnbc), bcast on each node (tuned), four segments in flight",
-          params=(ALLREDUCE_SEGSIZE, PPN))
+          params=(ALLREDUCE_SEGSIZE, PPN, *ALLREDUCE_MODULES))
 def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
-    """``mca_coll_han_allreduce_intra`` (module docstring): the t0, t1, t2 and t3 tasks."""
+    """``mca_coll_han_allreduce_intra`` (module docstring): the t0, t1, t2 and t3 tasks (``up`` and ``low``:
+    :func:`_ireduce`, :func:`.ompi_adapt.adapt_bcast`, :func:`_low`)."""
+    from commcost.collectives.ompi_adapt import adapt_bcast
+    adapt, sm = _modules(params)
     lv = levels(rec, Case(case.collective, case.nprocs, case.nbytes, 0), params["ppn"])
     if lv is None:
         return
@@ -148,18 +186,19 @@ def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     nseg = len(size)
     nnodes = lv.nodes.shape[0]
     leaders = lv.nodes[:, 0]
+    ibcast = adapt_bcast() if adapt else (libnbc_ibcast(nnodes), {})
 
     def stage(s: int, name: str) -> Call | None:
         if s >= nseg:
             return None
         nbytes, offset, label = int(size[s]), int(bounds[s]), f"{name} {s}: "
         if name == "lr":
-            return lambda: tuned_run(rec, Collective.REDUCE, lv.nodes, nbytes, 0, offset, label)
+            return lambda: _low(rec, Collective.REDUCE, lv.nodes, nbytes, 0, offset, label, sm)
         if name == "ur":
-            return lambda: _ireduce(rec, leaders, nbytes, 0, offset, label)
+            return lambda: _ireduce(rec, leaders, nbytes, 0, offset, label, adapt)
         if name == "ub":
-            return lambda: run(rec, libnbc_ibcast(nnodes), {}, Collective.BCAST, leaders, nbytes, 0, offset, label)
-        return lambda: tuned_run(rec, Collective.BCAST, lv.nodes, nbytes, 0, offset, label)
+            return lambda: run(rec, *ibcast, Collective.BCAST, leaders, nbytes, 0, offset, label)
+        return lambda: _low(rec, Collective.BCAST, lv.nodes, nbytes, 0, offset, label, sm)
 
     steps = [((), (stage(0, "lr"),)), ((stage(0, "ur"),), (stage(1, "lr"),)),
              ((stage(0, "ub"), stage(1, "ur")), (stage(2, "lr"),))]
@@ -172,7 +211,8 @@ def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
           "each node, all by tuned's fixed decision", params=(PPN,))
 def han_allreduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_allreduce_intra_simple``: low reduce to local rank 0, tuned's allreduce among those,
-    low bcast from them."""
+    low bcast from them. It runs on han's ``sub_comm`` pair, not on the module-selected communicators, so
+    ``coll_han_allreduce_up_module``/``_low_module`` do not reach it."""
     lv = levels(rec, Case(case.collective, case.nprocs, case.nbytes, 0), params["ppn"])
     if lv is None:
         return

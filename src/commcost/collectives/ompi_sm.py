@@ -1,4 +1,4 @@
-"""Open MPI 5.0's coll/sm broadcast (han's low module 1) as a dependency schedule.
+"""Open MPI 5.0's coll/sm broadcast and reduce (han's low module 1) as dependency schedules.
 
 coll/sm is never picked on a user's communicator by default (its priority
 is 0, ``coll_sm_component.c``); coll/han runs it inside each node when
@@ -30,6 +30,17 @@ other ranks' copies, which a schedule (a rank waits for its own operations)
 does not express. Not a registry entry: coll/sm runs only on the node
 communicators han hands it (:data:`SM_BCAST`). No pml message is sent: Open MPI's pml monitoring sees
 none of this traffic.
+
+coll/sm's reduce (``coll_sm_reduce.c``, ``reduce_inorder``; :data:`SM_REDUCE`)
+has no tree: per fragment of ``coll_sm_fragment_size`` bytes, every
+non-root rank copies its contribution into its slot of the shared segment
+and raises a flag, and the root takes the fragments of ranks ``P - 1`` down
+to 0 and reduces them into its buffer. As transmissions: one per non-root
+rank and fragment, to the root (``combine``), each waiting for the same
+rank's copy of the fragment before (:func:`.trees.build_flat_tree` run by
+:func:`.reduce.reduce_tree`); the root waits for nothing to receive. Left
+out, as for the bcast: the in-use flags, which hold a rank back where it
+runs eight fragments ahead of the root.
 """
 
 from __future__ import annotations
@@ -39,9 +50,10 @@ from typing import Mapping
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.ompi_bcast import tree_pipeline
 from commcost.collectives.recorder import Recorder
+from commcost.collectives.reduce import reduce_tree
 from commcost.collectives.registry import Algorithm
 from commcost.collectives.segments import reserved_segment_bounds
-from commcost.collectives.trees import build_heap_tree
+from commcost.collectives.trees import build_flat_tree, build_heap_tree
 
 SM_TREE_DEGREE = 4  # coll_sm_tree_degree default
 SM_FRAGMENT_SIZE = 8192  # coll_sm_fragment_size default (a multiple of coll_sm_control_size, 4096)
@@ -62,3 +74,15 @@ def _sm_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 SM_BCAST = Algorithm(Collective.BCAST, "ompi", "sm_bcast", _sm_bcast,
                      "coll/sm (han's low module 1): fragments down a heap fan-out tree through shared memory",
                      params=(DEGREE, FRAGMENT))
+
+
+def _sm_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
+    """``mca_coll_sm_reduce_intra`` (``reduce_inorder``, module docstring): ``fragment``-byte fragments
+    from every rank straight to the root, each rank's in order."""
+    if case.nprocs > 1:
+        reduce_tree(rec, case, build_flat_tree(case.nprocs, case.root), params["fragment"], shifted=False)
+
+
+SM_REDUCE = Algorithm(Collective.REDUCE, "ompi", "sm_reduce", _sm_reduce,
+                      "coll/sm (han's low module 1): every rank's fragments to the root through shared memory",
+                      params=(FRAGMENT,))

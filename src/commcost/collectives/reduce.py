@@ -152,7 +152,8 @@ def reduce_slots(tree: Tree) -> tuple[np.ndarray, int]:
     return slot, period
 
 
-def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bool = True) -> np.ndarray:
+def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bool = True,
+                window: int = 1) -> np.ndarray:
     """``ompi_coll_base_reduce_generic`` (coll_base_reduce.c) up ``tree`` with ``segsize``-byte segments.
 
     ``tree`` is on virtual ranks (root 0, ``shifted``) or on real ranks
@@ -163,9 +164,10 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
     loop runs it: segment s goes up once segment s has been received and
     reduced from every child (the parent takes its children in order,
     posting the next receive before it waits for the current one), and
-    after the rank's send of segment s - 1 returned. Phases (labels) are
-    those of :func:`reduce_slots`. Returns the ids, edge-major (edge e of
-    ``tree``, segment k at ``e * S + k``).
+    after the rank's send of segment s - 1 returned (``window`` w > 1: up
+    to w sends in flight, so s waits for s - w; coll/adapt's ireduce).
+    Phases (labels) are those of :func:`reduce_slots`. Returns the ids,
+    edge-major (edge e of ``tree``, segment k at ``e * S + k``).
     """
     p = case.nprocs
     bounds = reserved_segment_bounds(rec, case.nbytes, segsize, p - 1)
@@ -180,21 +182,23 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
         src, dst = to_ranks(src, case.root, p), to_ranks(dst, case.root, p)
     waits = Waits(rec)
     ids = rec.staged_sends(step, src, dst, bounds[seg], bounds[seg + 1], "reduce", SEQ, combine=True)
-    reduce_waits(waits, ids, tree.src, child, nseg)
+    reduce_waits(waits, ids, tree.src, child, nseg, window)
     return ids
 
 
-def reduce_waits(waits: Waits, ids: np.ndarray, parent: np.ndarray, child: np.ndarray, nseg: int) -> None:
+def reduce_waits(waits: Waits, ids: np.ndarray, parent: np.ndarray, child: np.ndarray, nseg: int,
+                 window: int = 1) -> None:
     """The waits of a segmented reduction up a tree: edge e (``child[e]`` sends to ``parent[e]``) carries
     segments ``0 .. nseg - 1`` with ids ``ids[e * nseg + k]``; segment k of edge e waits for segment k of
-    every edge into ``child[e]`` (received and reduced) and for edge e's segment k - 1 (a blocking send)."""
+    every edge into ``child[e]`` (received and reduced) and for edge e's segment k - ``window`` (1: a
+    blocking send; w: at most w sends in flight)."""
     parent, child = np.asarray(parent, np.int64), np.asarray(child, np.int64)
     nedges = len(child)
     if not nedges or not nseg:
         return
     ids = np.asarray(ids, np.int64).reshape(nedges, nseg)
-    if nseg > 1:
-        waits(ids[:, 1:], ids[:, :-1])
+    if nseg > window >= 1:
+        waits(ids[:, window:], ids[:, :-window])
     by_parent, first, kids = runs(parent, child)  # the edges into each edge's sender
     e, at = pairs(np.arange(nedges, dtype=np.int64), np.ones(nedges, np.int64), first, kids)
     waits(ids[e], ids[by_parent[at]])

@@ -23,7 +23,8 @@ The builders, each citing the Open MPI function it reproduces:
 * :func:`build_bmtree` - ``ompi_coll_base_topo_build_bmtree`` (bcast binomial);
 * :func:`build_in_order_bmtree` - ``ompi_coll_base_topo_build_in_order_bmtree``;
 * :func:`build_kmtree` - ``ompi_coll_base_topo_build_kmtree`` (bcast knomial);
-* :func:`build_heap_tree` - coll/sm's fan-out tree (``coll_sm_module.c``, not coll/base's).
+* :func:`build_heap_tree` - coll/sm's fan-out tree (``coll_sm_module.c``, not coll/base's);
+* :func:`build_flat_tree` - coll/sm's reduce: every rank straight to the root, on real ranks.
 """
 
 from __future__ import annotations
@@ -321,3 +322,18 @@ def build_heap_tree(degree: int, nprocs: int) -> Tree:
         depth[level_end:level_end + width] = level
         level_end += width
     return _tree(nprocs, 0, [parent], [v], depth)
+
+
+def build_flat_tree(nprocs: int, root: int) -> Tree:
+    """One level on real ranks (not shifted): every other rank is a child of ``root``, in the order in which
+    coll/sm's ``reduce_inorder`` takes them (``coll_sm_reduce.c``: peers ``P - 1`` down to 0). P = 5, root 2::
+
+        2 -> 4, 3, 1, 0
+    """
+    if not 0 <= root < nprocs:
+        raise ValueError(f"root {root} is not a rank of {nprocs}")
+    peers = np.arange(nprocs - 1, -1, -1, dtype=np.int64)
+    peers = peers[peers != root]
+    depth = np.ones(nprocs, dtype=np.int64)
+    depth[root] = 0
+    return _tree(nprocs, root, [np.full(len(peers), root, np.int64)], [peers], depth)

@@ -2,8 +2,9 @@
 
 Open MPI 5's han takes its segment size and the components it runs on each
 level from MCA parameters that hold for every call of a collective
-(``coll_han_bcast_segsize``, ``coll_han_bcast_up_module`` 0 libnbc / 1
-adapt, ``coll_han_bcast_low_module`` 0 tuned / 1 sm, ``coll_han_component.c``),
+(``coll_han_<coll>_segsize``, and for bcast, reduce and allreduce
+``coll_han_<coll>_up_module`` 0 libnbc / 1 adapt and ``_low_module`` 0
+tuned / 1 sm, ``coll_han_component.c``),
 not from the rules file, which names only a component and han's algorithm
 per (communicator size, message size). So a selection may price han under
 several configurations, but what it deploys is one configuration per
