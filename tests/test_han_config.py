@@ -74,11 +74,12 @@ def test_han_bcast_with_adapt_up_and_sm_low_by_hand():
     forwards inside its node once the up bcast has reached it."""
     cs = build(HAN, Case(Collective.BCAST, 4, 20000), {"ppn": 2, "up": 1, "low": 1}, data=True)
     check(cs)
-    assert edges_of(cs) == [(0, 2, 20000.0), (0, 1, 8192.0), (2, 3, 8192.0), (0, 1, 8192.0), (2, 3, 8192.0),
-                            (0, 1, 3616.0), (2, 3, 3616.0)]
+    assert edges_of(cs) == [(0, 2, 20000.0), (2, 0, 0.0), (0, 1, 8192.0), (2, 3, 8192.0), (0, 1, 8192.0),
+                            (2, 3, 8192.0), (0, 1, 3616.0), (2, 3, 3616.0)]  # 1: the synchronous send's ack
     waits = waited_by(cs)
-    assert all(0 in waits[i] for i in (2, 4, 6))  # 2 -> 3 after 2 received from 0
-    assert adapt_bcast() == (find(Collective.BCAST, "binomial"), {"segsize": 0})
+    assert all(0 in waits[i] for i in (3, 5, 7))  # 2 -> 3 after 2 received from 0
+    assert 1 in waits[2] and all(1 not in waits[i] for i in (3, 5, 7))  # 0 waits for the ack, 2 does not
+    assert adapt_bcast()[0].name == "adapt_bcast" and adapt_bcast()[1] == {"eager": 65536}
 
 
 def test_han_bcast_adapt_up_segments_use_adapt_for_every_segment():
@@ -87,7 +88,7 @@ def test_han_bcast_adapt_up_segments_use_adapt_for_every_segment():
     on 4 nodes: 0 -> 2, 0 -> 4, 0 -> 6)."""
     adapt = build(HAN, Case(Collective.BCAST, 8, 3), {"ppn": 2, "segsize": 1, "up": 1}, data=True)
     libnbc = build(HAN, Case(Collective.BCAST, 8, 3), {"ppn": 2, "segsize": 1}, data=True)
-    up = [(s, d) for s, d, _ in edges_of(adapt) if s % 2 == 0 and d % 2 == 0]
+    up = [(s, d) for s, d, b in edges_of(adapt) if s % 2 == 0 and d % 2 == 0 and b > 0]
     assert sorted(up) == sorted([(0, 2), (0, 4), (2, 6)] * 3)
     up_nbc = [(s, d) for s, d, _ in edges_of(libnbc) if s % 2 == 0 and d % 2 == 0]
     assert sorted(up_nbc[3:]) == sorted([(0, 2), (0, 4), (0, 6)] * 2)

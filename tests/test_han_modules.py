@@ -45,14 +45,49 @@ def test_adapt_reduce_by_hand():
     """P = 4, root 0, five 1-byte segments: build_bmtree's binomial (0 <- 1, 0 <- 2, 1 <- 3). Rank 1 sends
     segment s once it has reduced s from 3; every rank has at most two sends in flight, so its segment s
     waits for its segment s - 2 (coll_adapt_reduce_max_send_requests 2), not s - 1 as coll/tuned's."""
-    cs = build(ADAPT_REDUCE, Case(Collective.REDUCE, 4, 5), {"segsize": 1, "max_sends": 2}, data=True)
+    cs = build(ADAPT_REDUCE, Case(Collective.REDUCE, 4, 5), {"segsize": 1, "max_sends": 2, "eager": 0},
+               data=True)
     check(cs)
     assert edges_of(cs) == [(3, 1, 1.0), (1, 0, 1.0), (2, 0, 1.0)] * 5
     waits = waited_by(cs)
     assert waits[0] == waits[2] == waits[3] == waits[5] == set()  # segments 0 and 1 of the leaves: no wait
     assert waits[6] == {0} and waits[8] == {2}  # the leaves' segment 2 after their segment 0
     assert waits[1] == {0} and waits[4] == {3} and waits[7] == {1, 6}  # rank 1: its child's segment, own s - 2
-    assert ADAPT_REDUCE.resolve_params() == {"segsize": 163740, "max_sends": 2}
+    assert ADAPT_REDUCE.resolve_params() == {"segsize": 163740, "max_sends": 2, "eager": 65536}
+
+
+def test_adapt_synchronous_sends_are_acknowledged_when_eager():
+    """coll_adapt_*_synchronous_send: the leaves' first two segments of the reduce and the root's sends of a
+    one-segment bcast complete when the receiver has matched them; at most the eager limit that is a
+    0-byte acknowledgement back (phase "ack"), once the data has arrived; above it none (the rendezvous
+    already waits)."""
+    from commcost.collectives.ompi_adapt import ADAPT_BCAST
+
+    cs = build(ADAPT_REDUCE, Case(Collective.REDUCE, 4, 5), {"segsize": 1, "max_sends": 2, "eager": 65536},
+               data=True)
+    check(cs)
+    assert edges_of(cs)[15:] == [(0, 2, 0.0), (0, 2, 0.0), (1, 3, 0.0), (1, 3, 0.0)]  # leaves 2 and 3
+    waits = waited_by(cs)
+    assert [waits[i] for i in range(15, 19)] == [{2}, {5}, {0}, {3}]
+    assert {cs.schedule.phase_names[p] for p in cs.schedule.phase[15:]} == {"ack"}
+    big = build(ADAPT_REDUCE, Case(Collective.REDUCE, 4, 400_000), ADAPT_REDUCE.resolve_params())
+    assert big.schedule.ntransmissions == 9  # 163,740-byte segments: rendezvous, no acknowledgement
+    bcast = build(ADAPT_BCAST, Case(Collective.BCAST, 4, 2048, 1), ADAPT_BCAST.resolve_params(), data=True)
+    check(bcast)
+    assert edges_of(bcast) == [(1, 2, 2048.0), (1, 3, 2048.0), (2, 0, 2048.0), (2, 1, 0.0), (3, 1, 0.0)]
+    assert waited_by(bcast) == {0: set(), 1: set(), 2: {0}, 3: {0}, 4: {1}}
+    assert build(ADAPT_BCAST, Case(Collective.BCAST, 4, 100_000), {"eager": 65536}).schedule.ntransmissions == 3
+
+
+def test_han_waits_for_the_acknowledgement_but_its_sender_does_not():
+    """han bcast on 2 nodes of 2, 2 KiB, adapt between the leaders: rank 0 runs its node's bcast only once
+    the acknowledgement of its synchronous send to 2 is back; rank 2 forwards as soon as it has the data
+    (the acknowledgement is the PML's, not an operation rank 2 waits for)."""
+    han = find(Collective.BCAST, "ompi.han")
+    cs = build(han, Case(Collective.BCAST, 4, 2048), {"ppn": 2, "up": 1}, data=True)
+    check(cs)
+    assert edges_of(cs) == [(0, 2, 2048.0), (2, 0, 0.0), (0, 1, 2048.0), (2, 3, 2048.0)]
+    assert waited_by(cs) == {0: set(), 1: {0}, 2: {0, 1}, 3: {0}}
 
 
 def test_han_reduce_with_adapt_up_runs_the_binomial_between_the_leaders():
@@ -63,8 +98,8 @@ def test_han_reduce_with_adapt_up_runs_the_binomial_between_the_leaders():
     libnbc = build(REDUCE, Case(Collective.REDUCE, 8, 1), {"ppn": 2}, data=True)
     sm = build(REDUCE, Case(Collective.REDUCE, 8, 1), {"ppn": 2, "low": 1}, data=True)
 
-    def up(cs):
-        return sorted((s, d) for s, d, _ in edges_of(cs) if s % 2 == 0)
+    def up(cs):  # the leaders' data messages (adapt's acknowledgements carry 0 bytes)
+        return sorted((s, d) for s, d, b in edges_of(cs) if s % 2 == 0 and b > 0)
     assert up(adapt) == [(2, 0), (4, 0), (6, 2)]
     assert up(libnbc) == up(sm) == [(2, 0), (4, 0), (6, 4)]
     assert sorted(e for e in edges_of(sm) if e[0] % 2) == sorted(e for e in edges_of(libnbc) if e[0] % 2)
@@ -80,7 +115,9 @@ def test_han_allreduce_with_sm_low_reduces_and_broadcasts_through_coll_sm():
     low_reduce = [e for e in edges if e[1] in (0, 4) and e[0] not in (0, 4)]
     assert sorted(low_reduce) == sorted([(r + n, n, b) for n in (0, 4) for r in (3, 2, 1)
                                          for b in (8192.0, 8192.0, 3616.0)])
-    assert [e for e in edges if {e[0], e[1]} == {0, 4}] == [(4, 0, 20000.0), (0, 4, 20000.0)]
+    # adapt's ireduce and ibcast of 20,000 bytes, each a synchronous eager send acknowledged with 0 bytes
+    assert [e for e in edges if {e[0], e[1]} == {0, 4}] == [(4, 0, 20000.0), (0, 4, 0.0), (0, 4, 20000.0),
+                                                             (4, 0, 0.0)]
     low_bcast = [e for e in edges if e[0] in (0, 4) and e[1] not in (0, 4)]
     assert sorted(low_bcast) == sorted([(n, n + r, b) for n in (0, 4) for r in (1, 2, 3)
                                         for b in (8192.0, 8192.0, 3616.0)])

@@ -45,6 +45,22 @@ def test_a_side_over_launches_is_the_median_and_its_spread_is_noise():
     assert _side("default", [])["default_s"] is None
 
 
+def test_a_verdict_needs_the_gain_beyond_the_cis_and_the_launches_apart():
+    from commcost.cli.verify_command import verdict
+
+    def entry(default, rules, ci=0.01):
+        d, r = sorted(default)[len(default) // 2], sorted(rules)[len(rules) // 2]
+        return {"measured_gain": d / r, "default_ci95_rel": ci, "rules_ci95_rel": ci,
+                "default_launches_s": default, "rules_launches_s": rules}
+    assert verdict(entry([2.0], [1.0])) == "faster" and verdict(entry([1.0], [2.0])) == "slower"
+    assert verdict(entry([1.0], [1.03])) == "same"  # within 2 CIs + 2%
+    assert verdict(entry([2.0, 2.1, 1.9], [1.0, 1.1, 1.2])) == "faster"  # every launch apart
+    assert verdict(entry([2.0, 1.0, 1.9], [1.0, 1.1, 1.2])) == "same"  # one default launch as fast as the rules
+    assert verdict(entry([0.45, 0.54, 0.50], [1.04, 0.48, 0.76])) == "same"  # the adapt case on two nodes
+    assert verdict(entry([2.67, 2.76, 2.70], [4.31, 6.09, 5.0])) == "slower"
+    assert verdict({"measured_gain": None}) == "not measured"
+
+
 def test_summary_counts_changed_points_and_takes_noise_from_unchanged_ones():
     points = [_point(2.0, 1.0, predicted=1.5), _point(1.0, 1.25, predicted=1.2), _point(1.0, 1.01, predicted=1.1),
               _point(1.1, 1.0, same=True), _point(1.0, 1.05, same=True)]
@@ -135,12 +151,12 @@ def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
 
 @needs_mpi
 def test_verify_alternates_launches_and_counts_their_spread_as_noise(tmp_path, capsys):
-    """--rounds 2 (the default): default, rules, default, rules, each launch's rows numbered by its round; a
-    side's time is the median of its launches' medians, and their spread widens the verdict's noise."""
+    """--rounds 2: default, rules, default, rules, each launch's rows numbered by its round; a side's time is
+    the median of its launches' medians, and its spread is reported."""
     from commcost.io.measurements import read_measurements
 
     folder = _rules_dir(tmp_path)
-    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "30"]) == 0
+    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "30", "--rounds", "2"]) == 0
     out = capsys.readouterr().out
     rows = [r for r in read_measurements(folder / "verify.csv")]
     assert sorted((r.algorithm, r.run) for r in rows) == [("default", 0), ("default", 1), ("rules", 0),

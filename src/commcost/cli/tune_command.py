@@ -59,7 +59,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--han-modules", choices=("all", "default"), default="default",
                    help="all: also try han's other components per level (bcast, reduce, allreduce: adapt between "
                         "nodes, sm inside them; coll_han_<coll>_up_module/low_module); default: libnbc and tuned "
-                        "only (adapt's synchronous sends are not priced: measured 0.56x on two nodes at 2KiB)")
+                        "only (coll/sm measured about 0.5x where priced 0.9x to 1x on a two-node harness with 2 "
+                        "ranks per core)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",

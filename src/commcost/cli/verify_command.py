@@ -12,7 +12,8 @@ happens to get (which cores, which caches: on a 2-core VM a 4 MiB message
 took 200 us in one launch and 600 to 1,200 us in another, each with a
 tight CI) counts as noise instead of as a gain. A side's time is the median
 of its launches' medians, and a point's verdict needs a gain beyond both
-CIs and the spread between its launches. The sides run once as Open MPI runs them by default
+CIs and every launch of the faster side ahead of every launch of the other
+(:func:`verdict`). The sides run once as Open MPI runs them by default
 (no ``OMPI_MCA_coll_*`` setting; only the site-wide parameter file) and once
 with ``OMPI_MCA_mca_base_param_files=RULES_DIR/mca-params.conf`` (then the
 site-wide file), as the deploy instructions use it (every rank must receive it: the worker stops
@@ -45,7 +46,7 @@ STARTUP_S = 4.0  # kept back per launch from the budget
 MIN_SHARE_S = 1.0  # seconds of measuring a launch gets at least, while any of the budget is left
 # a gain whose distance from 1 is within the two points' 95% CIs (relative) is "same"
 NOISE_FLOOR = 0.02
-ROUNDS = 2  # launches per side by default
+ROUNDS = 3  # launches per side by default
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -61,8 +62,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-sizes", type=int, default=4, help="at most this many sizes per collective (default 4)")
     p.add_argument("--budget", type=seconds_budget, default=60.0, help="seconds for all measurements (default 60)")
     p.add_argument("--rounds", type=int, default=ROUNDS,
-                   help=f"launches per side, alternating default and rules; their spread counts as noise "
-                        f"(default {ROUNDS})")
+                   help=f"launches per side, alternating default and rules; a verdict needs every launch of "
+                        f"the faster side ahead of every launch of the other (default {ROUNDS})")
     p.add_argument("--fresh", action="store_true", help="measure again the points verify.csv already holds")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
     add_unit_option(p)
@@ -236,6 +237,26 @@ def _predicted(price, choice, nprocs: int, nbytes: int) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def verdict(entry: dict) -> str:
+    """"faster", "slower", "same" or "not measured" for one point (``entry`` as :func:`results` fills it).
+
+    A gain must lie beyond both sides' 95% CIs and :data:`NOISE_FLOOR`; and where a side ran in several
+    launches, every launch of the faster side must beat every launch of the other (their ranges apart), as
+    one launch's CI says nothing of the next's placement."""
+    gain = entry.get("measured_gain")
+    if gain is None:
+        return "not measured"
+    noise = sum(entry.get(f"{label}_ci95_rel") or 0.0 for label in LABELS) + NOISE_FLOOR
+    if abs(gain - 1.0) <= noise:
+        return "same"
+    default, rules = entry.get("default_launches_s") or [], entry.get("rules_launches_s") or []
+    if len(default) > 1 or len(rules) > 1:
+        apart = min(default) > max(rules) if gain > 1 else max(default) < min(rules)
+        if not apart:
+            return "same"
+    return "faster" if gain > 1 else "slower"
+
+
 def _side(label: str, runs: list) -> dict:
     """One side of a point over its launches: the median of the launches' medians, the largest CI, whether
     every launch converged, each launch's time, and their spread (largest / smallest - 1; 0 for one)."""
@@ -279,13 +300,9 @@ def results(args, rules, nprocs: int, plan: dict, csv_path: Path) -> list[dict]:
             entry["measured_gain"] = (entry["default_s"] / entry["rules_s"]
                                       if entry["default_s"] and entry["rules_s"] else None)
             entry["launch_spread"] = max(entry[f"{label}_launch_spread"] for label in LABELS)
-            noise = (sum(entry[f"{label}_ci95_rel"] or 0.0 for label in LABELS) + NOISE_FLOOR
-                     + entry["launch_spread"])
-            gain = entry["measured_gain"]
             same_algorithm = default.label.split(": ", 1)[-1] == tuned.label.split(": ", 1)[-1]
             entry["same_algorithm"] = same_algorithm
-            entry["verdict"] = ("not measured" if gain is None else "same algorithm" if same_algorithm
-                                else "same" if abs(gain - 1.0) <= noise else "faster" if gain > 1 else "slower")
+            entry["verdict"] = "same algorithm" if same_algorithm else verdict(entry)
             with tuned_rules_inside(rules.tuned_pick):  # han's inner calls as the deployed files make them
                 with_rules = _predicted(price, tuned.choice, nprocs, nbytes)
             predicted = {"default": _predicted(price, default.choice, nprocs, nbytes), "rules": with_rules}
@@ -355,8 +372,9 @@ def render(points: list[dict], totals: dict, conf: Path, unit: str | None = None
     if totals["noise"] is not None:
         lines.append(f"  run-to-run noise (same algorithm both ways): up to {100 * totals['noise']:.0f}%")
     if totals.get("launch_spread"):
-        lines.append(f"  launch-to-launch spread (the same side in its launches; counted as noise in the verdict): "
-                     f"up to {100 * totals['launch_spread']:.0f}%")
+        lines.append(f"  launch-to-launch spread (the same side in its launches): up to "
+                     f"{100 * totals['launch_spread']:.0f}%; a verdict needs every launch of one side ahead of "
+                     "every launch of the other")
     return "\n".join(lines)
 
 

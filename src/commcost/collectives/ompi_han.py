@@ -57,6 +57,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.ompi_fixed import decide, registered
+from commcost.collectives.ompi_adapt import ACK
 from commcost.collectives.recorder import Recorder, ScheduleTooLarge
 from commcost.collectives.registry import Algorithm, build, find, register
 from commcost.collectives.segments import reserved_segment_bounds
@@ -90,11 +91,19 @@ LOW_MODULES = ("tuned", "sm")
 
 @dataclass(frozen=True)
 class Part:
-    """A sub-collective recorded inside a han collective: the ids of its transmissions and their ranks."""
+    """A sub-collective recorded inside a han collective: the ids of its transmissions and their ranks, and
+    which of them are their sender's own operations (``own``; None: all). An acknowledgement of a
+    synchronous send (:data:`.ompi_adapt.ACK`) is not: the PML sends it, the rank's program never waits for
+    it, while the rank it goes to does."""
 
     ids: np.ndarray
     src: np.ndarray
     dst: np.ndarray
+    own: np.ndarray | None = None
+
+    def sends(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, senders) of the transmissions that are their sender's own operations."""
+        return (self.ids, self.src) if self.own is None else (self.ids[self.own], self.src[self.own])
 
 
 def nodes_of(nprocs: int, ppn: int) -> int | None:
@@ -187,7 +196,9 @@ def run(rec: Recorder, algorithm: Algorithm, params: Mapping[str, int], collecti
                           tuple(sorted(params.items())), rec.data)
     ids = rec.embed(schedule, ranks, offset, label)
     s = schedule.schedule
-    return Part(ids.ravel(), ranks[:, s.src].ravel(), ranks[:, s.dst].ravel())
+    acks = np.asarray([name == ACK for name in s.phase_names], bool)[np.asarray(s.phase, np.int64)]
+    return Part(ids.ravel(), ranks[:, s.src].ravel(), ranks[:, s.dst].ravel(),
+                np.tile(~acks, len(ranks)) if acks.any() else None)
 
 
 def tuned_run(rec: Recorder, collective: Collective, ranks: np.ndarray, nbytes: int, root: int = 0,
@@ -215,8 +226,8 @@ def in_steps(rec: Recorder, steps: Sequence[tuple[Sequence[Call | None], Sequenc
     pending = (empty, empty)  # (operation id, rank) rows: what the rank's later sends must still wait for
 
     def rows(parts: Sequence[Part]) -> tuple[np.ndarray, np.ndarray]:
-        return (np.concatenate([empty] + [np.concatenate([q.ids, q.ids]) for q in parts]),
-                np.concatenate([empty] + [np.concatenate([q.src, q.dst]) for q in parts]))
+        return (np.concatenate([empty] + [np.concatenate([q.sends()[0], q.ids]) for q in parts]),
+                np.concatenate([empty] + [np.concatenate([q.sends()[1], q.dst]) for q in parts]))
 
     sender = np.zeros(rec.case.nprocs, bool)  # scratch: which ranks send in a call (no sort of what is held)
 
@@ -227,10 +238,11 @@ def in_steps(rec: Recorder, steps: Sequence[tuple[Sequence[Call | None], Sequenc
         return out
 
     def wait(part: Part, before: tuple[np.ndarray, np.ndarray]) -> None:
-        if len(part.ids) and len(before[0]):
-            mine = of_senders(before[1], part.src)  # only the senders' rows give waits: sort those alone
+        ids, src = part.sends()
+        if len(ids) and len(before[0]):
+            mine = of_senders(before[1], src)  # only the senders' rows give waits: sort those alone
             if mine.any():
-                rec.wait(*after_own(part.ids, part.src, before[0][mine], before[1][mine], np.full(int(mine.sum()), -1)))
+                rec.wait(*after_own(ids, src, before[0][mine], before[1][mine], np.full(int(mine.sum()), -1)))
 
     def drop(held: tuple[np.ndarray, ...], senders: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, ...]:
         keep = ~(of_senders(held[1], senders) & among)  # a rank's sends carry what they waited for
@@ -245,10 +257,10 @@ def in_steps(rec: Recorder, steps: Sequence[tuple[Sequence[Call | None], Sequenc
             if call is not None:
                 part = call()
                 wait(part, held[:2])
-                held = drop(held, part.src, np.ones(len(held[0]), bool))
+                held = drop(held, part.sends()[1], np.ones(len(held[0]), bool))
                 new = rows([part])
                 held = tuple(np.concatenate(pair) for pair in zip(held, (*new, np.zeros(len(new[0]), bool))))
-        held = drop(held, np.concatenate([empty] + [q.src for q in now]), held[2])
+        held = drop(held, np.concatenate([empty] + [q.sends()[1] for q in now]), held[2])
         new = rows(now)
         pending = (np.concatenate([held[0], new[0]]), np.concatenate([held[1], new[1]]))
 

@@ -69,8 +69,9 @@ def add_verify(page: HtmlPage, doc: Mapping[str, Any], heading: str = "Measured 
     if totals.get("noise") is not None:
         page.paragraph(f"Run-to-run noise (same algorithm both ways): up to {100 * totals['noise']:.0f} %.")
     if totals.get("launch_spread"):
-        page.paragraph(f"Launch-to-launch spread (one side in its launches, counted as noise in the verdicts): "
-                       f"up to {100 * totals['launch_spread']:.0f} %.")
+        page.paragraph(f"Launch-to-launch spread (one side in its launches): up to "
+                       f"{100 * totals['launch_spread']:.0f} %; a verdict needs every launch of one side ahead of "
+                       "every launch of the other.")
     page.figure(figure_png(gains_figure(points)), "Measured (solid) and predicted (dotted) gain per point; "
                 "above 1 the rules are faster.", alt="measured and predicted gains")
     page.table(VERIFY_HEADERS, [[p["collective"], p["nprocs"], p["nnodes"], format_nbytes(p["nbytes"]),
