@@ -369,7 +369,7 @@ COMMANDS = {  # name -> (argv before the fuzzed options, {option: values to try}
     "tune": (["tune", "--dry-run", "--format", "json", "--no-verify"],
              {"--procs": PROCS, "--budget": ["0", "-1", "60", "1e400", "nan", "x"], "--select-procs": PROCS,
               "--sizes": SIZES, "--ppn": ["0", "-1", "1", "x"], "--segsizes": SIZES, "--han-segsizes": SIZES,
-              "--han-modules": ["all", "default", "x", ""], "--min-gain": ["0", "-1", "10%", "1e400", "x", "nan"], "--collectives": ["bcast", "x", "", ","],
+              "--han-modules": ["all", "adapt", "default", "x", ""], "--min-gain": ["0", "-1", "10%", "1e400", "x", "nan"], "--collectives": ["bcast", "x", "", ","],
               "--nodes": ["0", "-1", "2", "x"]}, 60),
     "evaluate-selection": (["evaluate-selection", "--train", str(PEAK_CSV), "--from-collectives", "--test",
                             str(PEAK_CSV), "--platform", str(EX / "peak" / "platform.toml"), "--ppn", "42",

@@ -164,3 +164,18 @@ def test_variants_and_mca_lines_for_reduce_and_allreduce():
     config = HanConfig(Collective.REDUCE, {"segsize": 65536, "up": 1, "low": 1},
                        {"segsize": 65536, "up": 0, "low": 0}, 1.0, 1.2)
     assert han_mca_settings([config]) == [("coll_han_reduce_low_module", "1"), ("coll_han_reduce_up_module", "1")]
+
+
+def test_tune_han_modules_option_picks_what_varies():
+    """tune --han-modules: default keeps libnbc and tuned, adapt also tries adapt between the nodes, all also
+    coll/sm inside them; --han-segsizes adds segment sizes."""
+    from types import SimpleNamespace
+
+    from commcost.cli.tune_selection import han_decision_values
+
+    def values(modules, segsizes=""):
+        return han_decision_values(SimpleNamespace(han_modules=modules, han_segsizes=segsizes))
+    assert values("default") == {}
+    assert values("adapt") == {"up": [0, 1]}
+    assert values("all") == {"up": [0, 1], "low": [0, 1]}
+    assert values("adapt", "16KiB")["segsize"] == [16384]

@@ -56,11 +56,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--han-segsizes", default="16KiB,256KiB",
                    help="coll/han segment sizes to try besides its 64KiB (one per collective is deployed, as "
                         "coll_han_<coll>_segsize; '' keeps 64KiB)")
-    p.add_argument("--han-modules", choices=("all", "default"), default="default",
-                   help="all: also try han's other components per level (bcast, reduce, allreduce: adapt between "
-                        "nodes, sm inside them; coll_han_<coll>_up_module/low_module); default: libnbc and tuned "
-                        "only (coll/sm measured about 0.5x where priced 0.9x to 1x on a two-node harness with 2 "
-                        "ranks per core)")
+    p.add_argument("--han-modules", choices=("all", "adapt", "default"), default="default",
+                   help="also try han's other components per level for bcast, reduce and allreduce "
+                        "(coll_han_<coll>_up_module/low_module): adapt between the nodes, all = adapt and sm "
+                        "inside them; default: libnbc and tuned only (coll/sm measured about 0.5x where priced "
+                        "0.9x to 1x on a two-node harness with 2 ranks per core)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",

@@ -106,8 +106,11 @@ def han_decision_values(args) -> dict[str, list[int]]:
     text = getattr(args, "han_segsizes", "") or ""
     if text.strip():
         out["segsize"] = parse_points(text, "--han-segsizes", 1, sizes=True)
-    if getattr(args, "han_modules", "default") == "all":
-        out["up"], out["low"] = [0, 1], [0, 1]
+    modules = getattr(args, "han_modules", "default")
+    if modules in ("all", "adapt"):
+        out["up"] = [0, 1]
+    if modules == "all":
+        out["low"] = [0, 1]
     return out
 
 
