@@ -37,6 +37,9 @@ from commcost.errors import InputError
 
 VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
 SELECT_PROCS_PER_S, SELECT_MAX_S = 20.0, 60.0  # the selection's time per collective: 5 s + P_max / 20, capped
+# ... times this with han's components priced too (bcast, reduce, allreduce on P 64..384, 32 per node, 1 KiB..4 MiB:
+# 37 s with han's defaults, 41 s with adapt, 126 s with adapt and sm)
+HAN_MODULES_COST = {"default": 1.0, "adapt": 1.25, "all": 3.5}
 CONVERGED_FLOOR = 0.8  # under this share of converged points tune warns (and with --strict writes nothing)
 MU_BOUND = 1.5  # nor over this mean proportional error of the fit (paper 000's mu; 1 is exact)
 
@@ -178,7 +181,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
         return _tune_from_measurements(args, collectives, procs, sizes, started)
     # selection, files and report: pricing every candidate (han under each configuration too) grows with the
     # largest P (bcast on P 2..1024: about 45-70 s on 2 cores)
-    reserve = 10.0 + len(collectives) * min(SELECT_MAX_S, 5.0 + max(procs) / SELECT_PROCS_PER_S)
+    reserve = 10.0 + len(collectives) * min(SELECT_MAX_S, 5.0 + max(procs) / SELECT_PROCS_PER_S) * \
+        HAN_MODULES_COST.get(getattr(args, "han_modules", "default"), 1.0)
     verify_s = 0.0 if args.no_verify else min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_SHARE * args.budget))
     if args.budget <= reserve + verify_s + 10:
         raise InputError(f"expected a budget over {reserve + verify_s + 10:.0f} s (calibration, selection"
