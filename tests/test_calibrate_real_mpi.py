@@ -240,3 +240,29 @@ def test_a_bad_launch_line_fails_before_measuring(tmp_path, capsys):
         assert main(["calibrate", "--out", str(tmp_path / "run"), "--launcher", line]) == 2
         err = capsys.readouterr().err.strip()
         assert what in err and "\n" not in err and not (tmp_path / "run" / "measurements.csv").exists()
+
+
+@needs_mpi
+def test_rounds_launch_every_run_again_and_the_fit_takes_every_round(tmp_path):
+    """calibrate --rounds 2: every run is launched twice, round after round; each launch's rows carry their
+    round (the run column), a re-run reuses both rounds, and the fit takes the rows of both (tau-Lop's
+    cells hold two values each)."""
+    out, sizes = tmp_path / "run", [1, 65536]
+    proc = _calibrate(out, 40, "--sizes", ",".join(map(str, sizes)), "--rounds", "2")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    rows = read_measurements(out / "measurements.csv")
+    one_round = _planned(40, sizes)
+    assert {row_ident(m)[:-1] for m in rows} == {p[:-1] for p in one_round}
+    assert sorted({m.run for m in rows}) == [0, 1] and len(rows) == 2 * len(one_round)
+    assert f"[{len(rows):>3}/{len(rows)}]" in stdout  # progress counts both rounds
+    with open(out / "params.toml", "rb") as f:
+        params = tomllib.load(f)
+    assert params["meta"]["points"] == len(rows) and params["meta"]["quality"]["taulop"]["shm"]["points"] == \
+        sum(m.channel == "shm" and m.benchmark == "ring_tau" for m in rows)
+    proc = _calibrate(out, 40, "--sizes", ",".join(map(str, sizes)), "--rounds", "2", "--quiet")
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and f"reusing {len(rows)} of {len(rows)} points" in stdout, stderr
+    proc = _calibrate(out, 40, "--rounds", "0")
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "--rounds" in stderr and "Traceback" not in stderr

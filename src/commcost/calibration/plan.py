@@ -30,7 +30,7 @@ item 3), on the shm channel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 COLLECTIVE_BENCHMARKS = ("allreduce", "reduce", "allgather", "alltoall", "scatter", "gather")
@@ -71,13 +71,14 @@ class Point:
     segsize: int | None = None
     collective: str = ""
     algorithm: str = ""
+    run: int = 0  # the launch round (calibrate --rounds)
 
     def ident(self) -> tuple:
         """The columns that name the point, as :func:`row_ident` gives them for a row."""
         return row_ident(self)
 
 
-_IDENT = ("benchmark", "channel", "nprocs", "nbytes", "tau", "segsize", "collective", "algorithm")
+_IDENT = ("benchmark", "channel", "nprocs", "nbytes", "tau", "segsize", "collective", "algorithm", "run")
 
 
 def row_ident(row: Any) -> tuple:
@@ -173,6 +174,7 @@ class Run:
     algorithm_id: int | None = None
     collective: str = ""
     procs: int | None = None
+    round: int = 0  # which launch of the same run this is (calibrate --rounds); its rows' ``run``
 
     @property
     def algorithm(self) -> str:
@@ -184,9 +186,10 @@ class Run:
         return OMPI_BCAST_ALGORITHMS.get(self.algorithm_id, "")
 
     def points(self, procs: int, sizes: Sequence[int]) -> list[Point]:
-        """Every point of the run, in measuring order."""
-        return [p for b in self.benchmarks for p in run_points(b, self.channel, procs, sizes,
-                                                               algorithm=self.algorithm)]
+        """Every point of the run, in measuring order (numbered with the run's round)."""
+        points = [p for b in self.benchmarks for p in run_points(b, self.channel, procs, sizes,
+                                                                 algorithm=self.algorithm)]
+        return [replace(p, run=self.round) for p in points] if self.round else points
 
 
 def plan_runs(benchmarks: Sequence[str], channels: Sequence[str], bcast_channels: Sequence[str] = ("shm",),

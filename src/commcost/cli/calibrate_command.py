@@ -16,7 +16,10 @@ T_model (``[algorithm_fit.<collective>.<name>]``, issue 7 item 3;
 ``--budget`` seconds: each run gets the time left in proportion to its
 points, and is stopped at its share. Points are appended to
 ``OUT/measurements.csv`` as they are measured; re-running the same command
-skips the points already there (a killed run resumes). Then Hockney (with
+skips the points already there (a killed run resumes). ``--rounds N``
+launches every run N times, round after round, each launch's rows numbered
+by its round, and the fits take every round's rows, so one launch's
+placement weighs 1/N. Then Hockney (with
 eager/rendezvous segments in the report) is fitted per channel, tau-Lop
 tables from Ring_tau, paper 004's parameters from NBFT and broadcast rows,
 and ``OUT/params.toml`` written with a ``[meta]`` provenance table. A rich
@@ -32,6 +35,7 @@ import shlex
 import socket
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -40,6 +44,7 @@ from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel
                                      find_mpirun, launch_line, launch_retrying, run_worker, worker_args)
 from commcost.cli.options import (add_format_option, add_unit_option, print_json, progress_stream, seconds_budget,
                                   wants_json)
+from commcost.cli.calibrate_progress import CalibrationProgress
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -68,6 +73,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         f"{','.join(DEFAULT_BENCHMARKS)})")
     p.add_argument("--sizes", help="ping-pong and Ring_tau message sizes, comma-separated (8, 4KiB, 1MiB; "
                                     "default: powers of 4 from 1 B to 4 MiB, fewer if the budget is small)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="launch every run this many times, round after round, and fit all rounds' rows: one "
+                        "launch's placement (cores, caches) then weighs 1/N (default 1)")
     p.add_argument("--fresh", action="store_true", help="measure every point again (the earlier "
                                                           "measurements.csv is kept under a dated name)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no line per point")
@@ -109,23 +117,17 @@ def plan_sizes(channel_budget_s: float) -> list[int]:
     return [ALL_SIZES[i] for i in picks]
 
 
-def _format_point(m, unit: str | None = None) -> str:
-    from commcost.units import format_nbytes, format_seconds
-
-    ci = f"{100 * m.ci95_rel:.1f}%" if m.ci95_rel is not None else "-"
-    flag = "" if m.converged else "  (budget out)"
-    what = (m.collective if m.benchmark == "collective" else m.benchmark) + (
-        f" {m.algorithm}" if m.algorithm else "") + (f" P={m.nprocs}" if m.benchmark in (
-            "nbft", "bcast_gather", "collective") else "") + (f" tau={m.tau}" if m.tau else "")
-    return (f"{m.channel:<4} {what:<28} {format_nbytes(m.nbytes):>8}  {format_seconds(m.time_s_mean, unit):>11}  "
-            f"reps {m.reps or 0:>7}  ci95 {ci}{flag}")
-
-
 def _run(args, mpirun, run: Run, sizes, deadline_s, csv_path, timeout_s, poll) -> int:
     """Start one run's worker and poll the CSV while it measures; its exit code (124 if stopped)."""
     line, env = launch_line(args, mpirun, run)
-    return run_worker([*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, deadline_s),
+    return run_worker([*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, deadline_s, run.round),
                        "--benchmarks", ",".join(run.benchmarks)], env, timeout_s, poll)
+
+
+def _run_name(run: Run) -> str:
+    """How progress lines and errors name a run: channel, benchmarks, forced algorithm, round."""
+    return (f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
+            + (f" round {run.round + 1}" if run.round else ""))
 
 
 def _share(runs: list[Run], points: dict, present: set, left_s: float) -> float:
@@ -141,59 +143,6 @@ def _share(runs: list[Run], points: dict, present: set, left_s: float) -> float:
     while k > 1 and left_s - STARTUP_S * k < MIN_RUN_S * k:
         k -= 1
     return (left_s - STARTUP_S * k) * todo[0] / max(sum(active[:k]), 1)
-
-
-class _Progress:
-    """A rich progress bar on stderr (points done of planned, time left of the budget) and a line per point."""
-
-    def __init__(self, total: int, budget_s: float, started: float, bar: bool, lines: bool, unit: str = "us") -> None:
-        self.total, self.budget_s, self.started, self.lines = total, budget_s, started, lines
-        self.unit = unit
-        self.seen: set = set()
-        self.bar = None
-        if bar:
-            try:
-                from rich.console import Console
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                           TimeElapsedColumn, TimeRemainingColumn)
-            except ImportError:  # rich is optional: lines only
-                return
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                TextColumn("(budget: {task.fields[left]:.0f} s left)"),
-                                console=Console(file=sys.stderr), transient=False,
-                                redirect_stdout=sys.stdout.isatty())  # lines go where stdout goes
-            self.task = self.bar.add_task("calibrating", total=total, left=budget_s)
-
-    def __enter__(self) -> "_Progress":
-        if self.bar is not None:
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-    def describe(self, text: str) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, description=text)
-
-    def update(self, rows, planned: set) -> None:
-        from commcost.calibration.plan import row_ident
-
-        for m in rows:
-            ident = row_ident(m)
-            if ident not in planned or ident in self.seen:
-                continue
-            self.seen.add(ident)
-            elapsed = time.monotonic() - self.started
-            if self.lines:
-                left = max(self.budget_s - elapsed, 0.0)
-                print(f"  [{len(self.seen):>3}/{self.total}] {_format_point(m, self.unit)}   {elapsed:5.1f} s, "
-                      f"at most {left:.0f} s left", flush=True)
-        if self.bar is not None:
-            left = max(self.budget_s - (time.monotonic() - self.started), 0.0)
-            self.bar.update(self.task, completed=len(self.seen), left=left)
 
 
 @command("calibrate", "measure this machine's MPI (ping-pong, Ring_tau, ... on shm and tcp) and fit models",
@@ -232,7 +181,10 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
     mpirun = find_mpirun(args.mpirun) if embedded else None
     csv_path = args.out / "measurements.csv"
     started = time.monotonic()
-    runs = plan_runs(benchmarks, CHANNELS, procs=args.procs)
+    if args.rounds < 1:
+        raise InputError(f"expected at least 1 round, got {args.rounds}", where="--rounds")
+    runs = [replace(run, round=k) for k in range(args.rounds)
+            for run in plan_runs(benchmarks, CHANNELS, procs=args.procs)]
     sizes = parse_sizes_option(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
     points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}
@@ -254,7 +206,7 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
     hard_deadline = started + args.budget - FIT_S - STOP_S
     failed, skipped = [], []
     show = not args.quiet
-    with _Progress(len(planned), args.budget, started, show and sys.stderr.isatty(), show, args.unit) as progress:
+    with CalibrationProgress(len(planned), args.budget, started, show and sys.stderr.isatty(), show, args.unit) as progress:
         def poll() -> None:
             if csv_path.exists():
                 progress.update(read_measurements(csv_path), planned)
@@ -266,7 +218,7 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
             if not todo_now:
                 continue
             share = _share(runs[i:], points, present, hard_deadline - time.monotonic())
-            name = f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
+            name = _run_name(run)
             if share < MIN_RUN_S <= hard_deadline - time.monotonic() - STARTUP_S:
                 share = MIN_RUN_S  # a run early in the plan (the point-to-point fits) goes before later ones
             if share < MIN_RUN_S:
@@ -301,14 +253,14 @@ def _dry_run(args: argparse.Namespace, mpirun: str | None, runs: list[Run], size
           f"{', '.join(map(str, sizes))} B; budget {args.budget:g} s ({FIT_S:g} s kept for the fits)")
     for i, run in enumerate(runs):
         mine = [p for p in points[run] if p.ident() not in present]
-        name = f"{run.channel} {','.join(run.benchmarks)}" + (f" {run.algorithm}" if run.algorithm else "")
+        name = _run_name(run)
         if not mine:
             print(f"  run {i + 1}: {name}: every point already measured")
             continue
         share = max(_share(runs[i:], points, present, left), MIN_RUN_S)
         left = max(left - share - STARTUP_S, 0.0)
         line, env = launch_line(args, mpirun, run)
-        command = [*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, share),
+        command = [*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, share, run.round),
                    "--benchmarks", ",".join(run.benchmarks)]
         settings = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("OMPI_MCA_")
                             and os.environ.get(k) != v)

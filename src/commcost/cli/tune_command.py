@@ -64,6 +64,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "(coll_han_<coll>_up_module/low_module): adapt between the nodes, all = adapt and sm "
                         "inside them; default: libnbc and tuned only (coll/sm measured about 0.5x where priced "
                         "0.9x to 1x on a two-node harness with 2 ranks per core)")
+    p.add_argument("--calibration-rounds", type=int, default=1,
+                   help="calibrate --rounds: launch every calibration run this many times (default 1)")
     p.add_argument("--mpich-base", type=Path, metavar="FILE",
                    help="complete MPICH selection file to merge MPICH's picks into (writes OUT/mpich-coll.json)")
     p.add_argument("--channel-launcher", action="append", default=[], metavar="CHANNEL=LINE",
@@ -221,6 +223,8 @@ def _tune_steps(args: argparse.Namespace) -> int:
         calibrate.append("--quiet")
     if args.fresh:
         calibrate.append("--fresh")
+    if args.calibration_rounds != 1:
+        calibrate += ["--rounds", str(args.calibration_rounds)]
     if args.dry_run:  # then fit, select, rules and the measured check follow from what calibrate measures
         return run_command([*calibrate, "--dry-run", *(["--format", "json"] if args.format == "json" else [])])
     print(f"[1/4] calibrating with {args.procs} ranks ({calibrate_s:.0f} s budget)", flush=True)
