@@ -94,11 +94,12 @@ def run_monitored(collective: str, nprocs: int, nbytes: int, root: int = 0,
 
 def traffic_of_schedule(schedule: object) -> Traffic:
     """Bytes and messages per (src, dst) of a commcost :class:`Schedule`, repeated phases counted; the
-    acknowledgements of synchronous sends (phases named ``...ack``) left out, as pml monitoring does not see
+    acknowledgements of synchronous sends (phases named ``ack``, ``<call>: ack`` inside han) left out, as pml monitoring does not see
     them (ob1 sends them as control fragments)."""
     totals: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     for i in range(schedule.ntransmissions):  # type: ignore[attr-defined]
-        if schedule.phase_names[schedule.phase[i]].endswith("ack"):  # type: ignore[attr-defined]
+        name = schedule.phase_names[schedule.phase[i]]  # type: ignore[attr-defined]
+        if name == "ack" or name.endswith(": ack"):
             continue
         times = int(schedule.repeat[schedule.phase[i]])  # type: ignore[attr-defined]
         entry = totals[(int(schedule.src[i]), int(schedule.dst[i]))]  # type: ignore[attr-defined]

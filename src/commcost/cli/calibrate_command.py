@@ -87,11 +87,14 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def sizes_for_budget(budget_s: float, runs: list[Run], procs: int, benchmarks: tuple[str, ...]) -> list[int]:
-    """Ping-pong and Ring_tau sizes for a calibration: :func:`plan_sizes` of each channel's time per size."""
+    """Ping-pong and Ring_tau sizes for a calibration: :func:`plan_sizes` of each channel's time per size (a
+    channel's point-to-point run launched once per round)."""
     per_size = ("pingpong" in benchmarks) + procs * ("ringtau" in benchmarks)
-    channels = max(1, len({r.channel for r in runs if {"pingpong", "ringtau"} & set(r.benchmarks)}))
+    p2p = [r for r in runs if {"pingpong", "ringtau"} & set(r.benchmarks)]
+    channels = max(1, len({r.channel for r in p2p}))
+    rounds = max(1, len(p2p) // channels)
     measure = budget_s - FIT_S - STARTUP_S * len(runs)
-    return plan_sizes(max(measure, 1.0) / channels / max(per_size, 1))
+    return plan_sizes(max(measure, 1.0) / channels / rounds / max(per_size, 1))
 
 
 def parse_sizes_option(text: str) -> list[int]:

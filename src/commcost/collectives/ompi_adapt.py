@@ -29,9 +29,8 @@ makes and the calibration prices, already does. So for every such send of
 at most ``eager`` bytes (``btl_tcp_eager_limit``, 65536, by default: adapt
 runs between the nodes' leaders) the schedules carry an ``ack``: a 0-byte
 transmission back to the sender once the data has arrived, which whatever
-waits for that send's completion waits for (the rest of han's step).
-pml monitoring does not see it: ob1 sends
-it as a control fragment.
+waits for that send's completion waits for (the rest of han's step). pml
+monitoring does not see it: ob1 sends it as a control fragment.
 """
 
 from __future__ import annotations
