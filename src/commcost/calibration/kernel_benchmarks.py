@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from commcost.calibration.buffers import message_buffer
 from commcost.kernels.iterations import iteration_groups
 from commcost.schedule import Schedule
 
@@ -58,7 +59,7 @@ def time_iterations(comm: Any, schedule: Schedule, warmup: int = 1) -> np.ndarra
     if comm.Get_size() != schedule.nprocs:
         raise ValueError(f"the schedule is for {schedule.nprocs} ranks; this run has {comm.Get_size()}")
     mine = np.flatnonzero((schedule.src == rank) | (schedule.dst == rank))
-    buffers = {int(t): np.full(int(schedule.nbytes[t]), 0xA5, dtype=np.uint8) for t in mine}  # written pages, as OSU
+    buffers = {int(t): message_buffer(int(schedule.nbytes[t])) for t in mine}
     runs = [(phases, repeat) for _, phases, repeat in iteration_groups(schedule)]
     for _ in range(warmup if runs else 0):
         _one_iteration(comm, schedule, runs[0][0], rank, buffers)

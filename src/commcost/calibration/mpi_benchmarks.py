@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from commcost.calibration.buffers import message_buffer as _buffer
 from commcost.calibration.plan import TIMED_COLLECTIVES
 from commcost.calibration.repetitions import adaptive_repetitions
 
@@ -53,13 +54,6 @@ def library_version() -> str:
     """The first line of ``MPI.Get_library_version()``, e.g. ``Open MPI v5.0.11, package: ...``."""
     text = MPI.Get_library_version().strip().strip("\x00").strip()
     return text.splitlines()[0].strip() if text else ""
-
-
-def _buffer(nbytes: int) -> np.ndarray:
-    """A message buffer whose pages are written (filled with 0xA5), as OSU's benchmarks set theirs: an
-    ``np.zeros`` buffer never written maps every page to the kernel's one zero page, so sending from it reads
-    the same 4 KiB over and over, out of the cache, which no application's data does."""
-    return np.full(max(int(nbytes), 1), 0xA5, dtype=np.uint8)[:int(nbytes)]
 
 
 # ---------------------------------------------------------------- point-to-point

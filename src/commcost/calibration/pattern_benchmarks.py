@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from commcost.calibration.buffers import message_buffer
 from commcost.schedule import Schedule
 
 TAG = 2000
@@ -37,8 +38,7 @@ def time_exchange(comm: Any, schedule: Schedule, repeat: int, order: str = "in-o
         incoming = incoming[::-1]
     outgoing = np.flatnonzero(schedule.src == rank)
     outgoing = outgoing[np.argsort(schedule.dst[outgoing], kind="stable")]
-    buffers = {int(t): np.full(int(schedule.nbytes[t]), 0xA5, dtype=np.uint8)  # written pages, as OSU
-               for t in (*incoming, *outgoing)}
+    buffers = {int(t): message_buffer(int(schedule.nbytes[t])) for t in (*incoming, *outgoing)}
 
     def once() -> float:
         comm.Barrier()

@@ -170,7 +170,7 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list
     failed = []
     started = time.monotonic()
     seen: set = set()
-    rounds = max(int(getattr(args, "rounds", ROUNDS)), 1)
+    rounds = args.rounds  # checked in _verify
 
     def poll() -> None:
         if args.quiet or not csv_path.exists():

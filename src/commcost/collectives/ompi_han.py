@@ -57,7 +57,8 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.ompi_fixed import decide, registered
-from commcost.collectives.ompi_adapt import ACK
+from commcost.collectives.ompi_adapt import ACK, adapt_bcast
+from commcost.collectives.ompi_sm import SM_BCAST, SM_REDUCE
 from commcost.collectives.recorder import Recorder, ScheduleTooLarge
 from commcost.collectives.registry import Algorithm, build, find, register
 from commcost.collectives.segments import reserved_segment_bounds
@@ -345,6 +346,21 @@ def module_index(params: Mapping[str, int], name: str, modules: Sequence[str]) -
     return value
 
 
+def components(params: Mapping[str, int]) -> tuple[bool, bool]:
+    """(coll/adapt between the leaders, coll/sm inside the nodes), as ``params``' ``up`` and ``low`` say."""
+    return module_index(params, "up", UP_MODULES) == 1, module_index(params, "low", LOW_MODULES) == 1
+
+
+def low_run(rec: Recorder, collective: Collective, nodes: np.ndarray, nbytes: int, root: int, offset: int | np.ndarray,
+            label: str, sm: bool) -> Part:
+    """The nodes' blocking bcast or reduce (one node per row of ``nodes``): coll/tuned's fixed decision, or
+    with ``sm`` coll/sm's (:data:`.ompi_sm.SM_BCAST`, :data:`.ompi_sm.SM_REDUCE`, with their defaults)."""
+    if sm:
+        return run(rec, SM_REDUCE if collective is Collective.REDUCE else SM_BCAST, {}, collective, nodes, nbytes,
+                   root, offset, label)
+    return tuned_run(rec, collective, nodes, nbytes, root, offset, label)
+
+
 @register(Collective.BCAST, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): segments up by tuned then libnbc, down by tuned",
           params=(SEGSIZE, PPN, UP_MODULE, LOW_MODULE))
@@ -353,11 +369,8 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     segment i the ibcast of i + 1 (libnbc) overlapping the low bcast of i (tuned). With ``up`` 1 both up
     calls are coll/adapt's (:func:`.ompi_adapt.adapt_bcast`), with ``low`` 1 the low bcasts coll/sm's
     (:data:`.ompi_sm.SM_BCAST`)."""
-    from commcost.collectives.ompi_adapt import adapt_bcast
-    from commcost.collectives.ompi_sm import SM_BCAST
-
-    adapt = adapt_bcast() if module_index(params, "up", UP_MODULES) == 1 else None
-    sm = (SM_BCAST, SM_BCAST.resolve_params()) if module_index(params, "low", LOW_MODULES) == 1 else None
+    up_adapt, sm = components(params)
+    adapt = adapt_bcast() if up_adapt else None
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
@@ -378,11 +391,8 @@ def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
                            lv.root_node, int(bounds[i]), f"up {i}: ")
 
     def low(i: int) -> Call:
-        if sm:
-            return lambda: run(rec, *sm, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
-                               f"low {i}: ")
-        return lambda: tuned_run(rec, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
-                                 f"low {i}: ")
+        return lambda: low_run(rec, Collective.BCAST, lv.nodes, int(size[i]), lv.root_low, int(bounds[i]),
+                               f"low {i}: ", sm)
 
     in_steps(rec, [((), (up(0),))] + [((up(i + 1),), (low(i),)) for i in range(nseg)])
 

@@ -57,8 +57,9 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
-from commcost.collectives.ompi_han import (LOW_MODULES, PPN, UP_MODULES, Call, Part, han_segment_bounds, in_steps,
-                                           levels, libnbc_ibcast, module_index, module_params, run, tuned_run)
+from commcost.collectives.ompi_adapt import ADAPT_REDUCE, adapt_bcast
+from commcost.collectives.ompi_han import (PPN, Call, Part, components, han_segment_bounds, in_steps, levels,
+                                           libnbc_ibcast, low_run, module_params, run, tuned_run)
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
 from commcost.collectives.registry import Algorithm, find, register
@@ -99,26 +100,9 @@ def _ireduce(rec: Recorder, leaders: np.ndarray, nbytes: int, root: int, offset:
     """The leaders' ireduce of ``nbytes`` from ``offset`` among ``leaders`` to ``leaders[root]``: libnbc's, or
     with ``adapt`` coll/adapt's (its blocking reduce is the same and a wait)."""
     if adapt:
-        from commcost.collectives.ompi_adapt import ADAPT_REDUCE
-        return run(rec, ADAPT_REDUCE, ADAPT_REDUCE.resolve_params(), Collective.REDUCE, leaders, nbytes, root,
-                   offset, label)
+        return run(rec, ADAPT_REDUCE, {}, Collective.REDUCE, leaders, nbytes, root, offset, label)
     algorithm, params, order, sub_root = libnbc_ireduce(len(leaders), nbytes, root)
     return run(rec, algorithm, params, Collective.REDUCE, leaders[order], nbytes, sub_root, offset, label)
-
-
-def _low(rec: Recorder, collective: Collective, nodes: np.ndarray, nbytes: int, root: int, offset: int, label: str,
-         sm: bool) -> Part:
-    """The nodes' blocking reduce or bcast: coll/tuned's fixed decision, or with ``sm`` coll/sm's."""
-    if sm:
-        from commcost.collectives.ompi_sm import SM_BCAST, SM_REDUCE
-        algorithm = SM_REDUCE if collective is Collective.REDUCE else SM_BCAST
-        return run(rec, algorithm, algorithm.resolve_params(), collective, nodes, nbytes, root, offset, label)
-    return tuned_run(rec, collective, nodes, nbytes, root, offset, label)
-
-
-def _modules(params: Mapping[str, int]) -> tuple[bool, bool]:
-    """(coll/adapt between the leaders, coll/sm inside the nodes) as ``params``' ``up`` and ``low`` say."""
-    return (module_index(params, "up", UP_MODULES) == 1, module_index(params, "low", LOW_MODULES) == 1)
 
 
 # -------------------------------------------------------------------------------------------- reduce
@@ -129,8 +113,8 @@ def _modules(params: Mapping[str, int]) -> tuple[bool, bool]:
           params=(REDUCE_SEGSIZE, PPN, *REDUCE_MODULES))
 def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_reduce_intra`` (module docstring): low(0); then per segment s, ireduce(s) posted by
-    the leaders, low(s + 1), wait (``up`` and ``low``: :func:`_ireduce`, :func:`_low`)."""
-    adapt, sm = _modules(params)
+    the leaders, low(s + 1), wait (``up`` and ``low``: :func:`_ireduce`, :func:`.ompi_han.low_run`)."""
+    adapt, sm = components(params)
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
@@ -139,8 +123,8 @@ def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     nseg = len(size)
 
     def low(s: int) -> Call | None:
-        return None if s >= nseg else lambda: _low(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
-                                              int(bounds[s]), f"low {s}: ", sm)
+        return None if s >= nseg else lambda: low_run(rec, Collective.REDUCE, lv.nodes, int(size[s]), lv.root_low,
+                                                      int(bounds[s]), f"low {s}: ", sm)
 
     def up(s: int) -> Call:
         return lambda: _ireduce(rec, lv.leaders, int(size[s]), lv.root_node, int(bounds[s]), f"up {s}: ", adapt)
@@ -154,7 +138,7 @@ def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_reduce_intra_simple``: the low reduce to each leader, then tuned's blocking reduce
     among the leaders to the root's (coll/adapt's with ``up`` 1; ``low`` 1: coll/sm's on the nodes)."""
-    adapt, sm = _modules(params)
+    adapt, sm = components(params)
     lv = levels(rec, case, params["ppn"])
     if lv is None:
         return
@@ -163,7 +147,8 @@ def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
         if adapt:
             return _ireduce(rec, lv.leaders, case.nbytes, lv.root_node, 0, "up: ", True)
         return tuned_run(rec, Collective.REDUCE, lv.leaders, case.nbytes, lv.root_node, 0, "up: ")
-    in_steps(rec, [((), (lambda: _low(rec, Collective.REDUCE, lv.nodes, case.nbytes, lv.root_low, 0, "low: ", sm),
+
+    in_steps(rec, [((), (lambda: low_run(rec, Collective.REDUCE, lv.nodes, case.nbytes, lv.root_low, 0, "low: ", sm),
                          up))])
 
 
@@ -175,9 +160,8 @@ def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
           params=(ALLREDUCE_SEGSIZE, PPN, *ALLREDUCE_MODULES))
 def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_allreduce_intra`` (module docstring): the t0, t1, t2 and t3 tasks (``up`` and ``low``:
-    :func:`_ireduce`, :func:`.ompi_adapt.adapt_bcast`, :func:`_low`)."""
-    from commcost.collectives.ompi_adapt import adapt_bcast
-    adapt, sm = _modules(params)
+    :func:`_ireduce`, :func:`.ompi_adapt.adapt_bcast`, :func:`.ompi_han.low_run`)."""
+    adapt, sm = components(params)
     lv = levels(rec, Case(case.collective, case.nprocs, case.nbytes, 0), params["ppn"])
     if lv is None:
         return
@@ -193,12 +177,12 @@ def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
             return None
         nbytes, offset, label = int(size[s]), int(bounds[s]), f"{name} {s}: "
         if name == "lr":
-            return lambda: _low(rec, Collective.REDUCE, lv.nodes, nbytes, 0, offset, label, sm)
+            return lambda: low_run(rec, Collective.REDUCE, lv.nodes, nbytes, 0, offset, label, sm)
         if name == "ur":
             return lambda: _ireduce(rec, leaders, nbytes, 0, offset, label, adapt)
         if name == "ub":
             return lambda: run(rec, *ibcast, Collective.BCAST, leaders, nbytes, 0, offset, label)
-        return lambda: _low(rec, Collective.BCAST, lv.nodes, nbytes, 0, offset, label, sm)
+        return lambda: low_run(rec, Collective.BCAST, lv.nodes, nbytes, 0, offset, label, sm)
 
     steps = [((), (stage(0, "lr"),)), ((stage(0, "ur"),), (stage(1, "lr"),)),
              ((stage(0, "ub"), stage(1, "ur")), (stage(2, "lr"),))]
