@@ -103,13 +103,21 @@ def ring_tau(comm: Any, nbytes: int, tau: int, *, min_reps: int = 20, max_reps: 
     direction. A sample is the time of both rounds divided by 2, timed at
     rank 0: tau || T^c(m) = o^c(m) + k L^c(m, tau) (paper 000 eq. 1-3), from
     which :func:`commcost.calibration.fit_taulop.fit_taulop_channel` takes
-    L^c(m, tau). tau = 1 is one transmission 0 -> 1 and back, the ping-pong.
+    L^c(m, tau). tau = 1 is one transmission 0 -> 1 and back, the ping-pong:
+    each rank sends back the buffer it received into, as :func:`pingpong`
+    does and as a broadcast's ranks hold one buffer. With a separate send
+    buffer (two buffers a rank, 16 MiB touched a round at 4 MiB) the cell
+    measured 2-3x the ping-pong on this project's 2-core VM in every
+    calibration (477-875 us against 224-314 us; tau = 2 298 us), and tau-Lop
+    priced a one-node 4 MiB broadcast 2.3x too slow. tau >= 2 sends and
+    receives at once, so it needs both buffers.
     Needs ``max(tau, 2)`` ranks; the others idle. Statistics at rank 0.
     """
     size, rank = comm.Get_size(), comm.Get_rank()
     if tau < 1 or max(tau, 2) > size:
         raise ValueError(f"Ring_tau with tau = {tau} needs {max(tau, 2)} ranks, have {size}")
-    sbuf, rbuf = _buffer(nbytes), _buffer(nbytes)
+    sbuf = _buffer(nbytes)
+    rbuf = sbuf if tau == 1 else _buffer(nbytes)
     send, recv = [sbuf, MPI.BYTE], [rbuf, MPI.BYTE]
     width = max(tau, 2)
     nxt, prv = (rank + 1) % width, (rank - 1) % width
