@@ -100,3 +100,36 @@ def test_han_configuration_measured_slower_goes_back_to_hans_defaults(tmp_path, 
     assert conf["coll_han_reduce_segsize"][1] == "16384"
     assert "han's configuration back to its defaults for bcast" in (tmp_path / "mca-params.conf").read_text()
     assert "coll/han's configuration for bcast" in capsys.readouterr().out
+
+
+def test_after_a_han_reset_the_points_measured_under_it_run_hans_pick_unconfigured(tmp_path):
+    """CI's case on two nodes: han's bcast configured with 16 KiB segments, the check measured 2 MiB slower
+    under it, 128 B the same and han_simple at 128 KiB faster. After the reset han's picks stay and run under
+    han's defaults (their labels lose the configuration), the slower point's rule goes whole; the tests'
+    helper (tests/withdrawal_helpers.py) says which point is which."""
+    from commcost.selection.han_config import HanConfig
+    from withdrawal_helpers import withdrawn_at, without_configuration
+
+    config = HanConfig(Collective.BCAST, {"segsize": 16384}, {"segsize": 65536}, 1.0, 1.1)
+    picks = [config.apply(Choice(a, a.resolve_params()))
+             for a in (find(Collective.BCAST, "ompi.han"), find(Collective.BCAST, "ompi.han_simple"),
+                       find(Collective.BCAST, "ompi.han"))]
+    sizes = [128, 131072, 2097152]
+    selections = [compress(Collective.BCAST, "ompi", [4], sizes, [picks], "test")]
+    write_ompi_files(tmp_path, selections, [config], ["test"])
+    before = DeployedRules.load(tmp_path / "mca-params.conf")
+    verdicts = ("same", "faster", "slower")
+    points = [{"collective": "bcast", "nprocs": 4, "nbytes": n, "verdict": v,
+               "rules_run": before.runs(Collective.BCAST, 4, n, 2).label} for n, v in zip(sizes, verdicts)]
+    assert points[0]["rules_run"] == "han rule: han (segsize=16384)"
+    (tmp_path / "verify.json").write_text(json.dumps({"points": points}))
+    args = argparse.Namespace(out=tmp_path, deployed=(selections, [config], ["test"]), warnings=[])
+    report = {"withdrawn": withdraw_after_check(args, checked=True)}
+    now = DeployedRules.load(tmp_path / "mca-params.conf")
+    assert not now.han_tunables.get("bcast")
+    assert [withdrawn_at(report, p) for p in points] == ["reset", "reset", "slower"]
+    for p in points[:2]:
+        assert now.runs(Collective.BCAST, 4, p["nbytes"], 2).label == without_configuration(p["rules_run"])
+    assert now.runs(Collective.BCAST, 4, 128, 2).label == "han rule: han"
+    gone = now.runs(Collective.BCAST, 4, 2097152, 2)
+    assert gone.choice.algorithm.key == "ompi.han" and "segsize" not in gone.label  # han's own, unconfigured

@@ -3,26 +3,28 @@ measured under the files with what the files (rewritten after the withdrawal) sa
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 
-def withdrawn_at(report: Mapping[str, Any], point: Mapping[str, Any]) -> bool:
-    """Whether the files no longer say, at a point of the check, what verify measured there: the point was
-    measured slower, a withdrawn rule's band covers it (a rule goes whole), or it ran han under a han
-    configuration the check reset to han's defaults for its collective."""
+def withdrawn_at(report: Mapping[str, Any], point: Mapping[str, Any]) -> str | None:
+    """Why the files no longer say, at a point of the check, what verify measured there, or None where they
+    still do: ``"slower"`` (the point measured slower: its rule went), ``"band"`` (a withdrawn rule's band
+    covers it: a rule goes whole), ``"reset"`` (it ran han under a configuration the check reset to han's
+    defaults for its collective: han's pick stays, without the configuration)."""
     if point["verdict"] == "slower":
-        return True
-    for gone in report.get("withdrawn", []):
-        if gone["collective"] != point["collective"]:
-            continue
-        if "han_config" in gone and str(point["rules_run"]).startswith("han"):
-            return True
+        return "slower"
+    mine = [gone for gone in report.get("withdrawn", []) if gone["collective"] == point["collective"]]
+    for gone in mine:
         if "procs" in gone and gone["procs"][0] <= point["nprocs"] <= gone["procs"][1] \
                 and gone["nbytes"][0] <= point["nbytes"] <= gone["nbytes"][1]:
-            return True
-    return False
+            return "band"
+    if any("han_config" in gone for gone in mine) and str(point["rules_run"]).startswith("han"):
+        return "reset"
+    return None
 
 
-def han_reset(report: Mapping[str, Any], collective: str) -> bool:
-    """Whether the check reset han's configuration for ``collective`` to han's defaults."""
-    return any("han_config" in gone and gone["collective"] == collective for gone in report.get("withdrawn", []))
+def without_configuration(label: str) -> str:
+    """A label of what runs without han's configuration shown in it: ``han rule: han (segsize=16384)`` ->
+    ``han rule: han``."""
+    return re.sub(r" \([a-z_]+=[^)]*\)", "", label)
