@@ -277,6 +277,7 @@ def _dry_run(args: argparse.Namespace, mpirun: str | None, runs: list[Run], size
 def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, planned, failed, skipped, mpirun,
                    result: dict) -> int:
     """Fit every model the rows allow and write ``params.toml`` with its provenance; print a summary."""
+    from commcost.calibration.disturbed import disturbed_cells, disturbed_warning
     from commcost.calibration.from_measurements import fit_channels
     from commcost.calibration.plan import row_ident
     from commcost.io.measurements import fit_times, measurement_columns, read_measurements
@@ -363,6 +364,9 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
         meta["network_note"] = (f"{', '.join(loopback)} measured with every rank on one host (loopback): this "
                                 "host's network stack, not the cluster's network; on a cluster launch the network "
                                 "runs on two nodes (--channel-launcher tcp=...)")
+    disturbed = disturbed_cells(rows)
+    if disturbed:
+        meta["disturbed"] = [d.as_dict() for d in disturbed]
     if notes:
         meta["notes"] = notes
     if failed:
@@ -402,6 +406,8 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
             print(f"  {name}: not fitted: {note}")
     if "network_note" in meta:
         print(f"  note: {meta['network_note']}")
+    if disturbed:
+        print(f"  warning: {disturbed_warning(disturbed)}", flush=True)
     for name in skipped:
         print(f"  run {name}: {'' if 'stopped' in name else 'not started, '}the budget was spent", file=sys.stderr)
     if failed:

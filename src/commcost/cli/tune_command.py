@@ -27,6 +27,7 @@ import os
 import time
 from pathlib import Path
 
+from commcost.calibration.disturbed import disturbed_warning
 from commcost.calibration.plan import TIMED_COLLECTIVES
 from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
 from commcost.cli.options import (add_format_option, add_html_option, add_unit_option, progress_stream, seconds_budget,
@@ -261,6 +262,16 @@ def _tune_steps(args: argparse.Namespace) -> int:
                              where=f"meta.quality.{model}.{worst[1]}.mu_mean")
         print(f"  warning: {why}; the model may pick wrongly", flush=True)
         args.warnings.append(f"{why}; the model may pick wrongly")
+    disturbed = params.meta.get("disturbed")
+    if disturbed:
+        try:
+            why = disturbed_warning(disturbed)
+        except InputError as exc:
+            raise InputError(exc.message, source=str(params_path), where="meta.disturbed") from None
+        if args.strict:
+            raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where="meta.disturbed")
+        print(f"  warning: {why}", flush=True)
+        args.warnings.append(why)
     calibration = _calibration_extent(args.out / "measurements.csv", params)
 
     # 2. the platform of the rules
