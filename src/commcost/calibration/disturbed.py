@@ -60,19 +60,14 @@ class Disturbed:
                 "time_s": self.time_s, "concurrent_s": self.concurrent_s}
 
 
-def _time(row: Any) -> float:
-    t = row.time_s_median if row.time_s_median and row.time_s_median > 0 else row.time_s_mean
-    return float(t) if t and t > 0 else float("nan")
-
-
 def disturbed_cells(rows: Iterable[Any]) -> list[Disturbed]:
     """The disturbed single-transmission cells of ``rows`` (measurement rows), by channel, benchmark and size.
-    A cell's time is the median over its rows (its launches) of each row's median over repetitions."""
+    A cell's time is the median over its rows (its launches) of each row's ``fit_time_s``."""
     single: dict[tuple[str, str, int], list[float]] = {}
     concurrent: dict[tuple[str, int], dict[int, list[float]]] = {}
     for row in rows:
-        t = _time(row)
-        if not np.isfinite(t):
+        t = row.fit_time_s
+        if not (t and t > 0):
             continue
         if row.benchmark == "pingpong" or (row.benchmark == "ring_tau" and row.tau == 1):
             single.setdefault((row.channel, row.benchmark, int(row.nbytes)), []).append(t)

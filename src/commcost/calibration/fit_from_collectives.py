@@ -261,7 +261,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0)
         else:
             continue
-        groups.setdefault(key, []).append(row.time_s_median or row.time_s_mean)
+        groups.setdefault(key, []).append(row.fit_time_s)
     one = find(Collective.BCAST, "ompi.basic_linear")  # on 2 ranks: one message 0 -> 1
     points, placed, used = [], [], set()
     for (coll, alg, nprocs, ppn, nbytes, segsize), times in sorted(groups.items()):

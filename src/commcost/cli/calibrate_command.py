@@ -186,8 +186,8 @@ def _calibrate_steps(args: argparse.Namespace, result: dict) -> int:
     started = time.monotonic()
     if args.rounds < 1:
         raise InputError(f"expected at least 1 round, got {args.rounds}", where="--rounds")
-    runs = [replace(run, round=k) for k in range(args.rounds)
-            for run in plan_runs(benchmarks, CHANNELS, procs=args.procs)]
+    plan = plan_runs(benchmarks, CHANNELS, procs=args.procs)
+    runs = [replace(run, round=k) for k in range(args.rounds) for run in plan]
     sizes = parse_sizes_option(args.sizes) if args.sizes else sizes_for_budget(args.budget, runs, args.procs, benchmarks)
     points = {run: run.points(run.procs or args.procs, sizes) for run in runs}
     planned = {p.ident() for pts in points.values() for p in pts}

@@ -109,6 +109,17 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _doubt(args: argparse.Namespace, why: str, params_path: Path, where: str, printed: str = "",
+           recorded: str = "") -> None:
+    """One of tune's doubts about its calibration (``why``, at ``where`` in ``params_path``): with --strict a
+    one-line refusal, no rules written; else a warning line (``why`` + ``printed``) and the report's warning
+    (``why`` + ``recorded``)."""
+    if args.strict:
+        raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where=where)
+    print(f"  warning: {why}{printed}", flush=True)
+    args.warnings.append(f"{why}{recorded}")
+
+
 def _calibration_extent(csv_path: Path, params) -> dict:
     """What the calibration covered: its rank count, the measured point-to-point sizes and, per collective,
     the (P, n) it timed."""
@@ -245,33 +256,23 @@ def _tune_steps(args: argparse.Namespace) -> int:
 
     share = params.meta.get("converged_share")
     if isinstance(share, (int, float)) and share < CONVERGED_FLOOR:
-        why = (f"only {share:.0%} of the measured points converged (95% CI within 2.5%; expected at least "
-               f"{CONVERGED_FLOOR:.0%}): the machine was busy or the budget short")
-        if args.strict:
-            raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where="converged_share")
-        print(f"  warning: {why}; the rules below rest on noisy measurements", flush=True)
-        args.warnings.append(f"{why}; the rules rest on noisy measurements")
+        _doubt(args, f"only {share:.0%} of the measured points converged (95% CI within 2.5%; expected at least "
+                     f"{CONVERGED_FLOOR:.0%}): the machine was busy or the budget short", params_path,
+               "converged_share", "; the rules below rest on noisy measurements", "; the rules rest on noisy measurements")
 
     quality = params.meta.get("quality", {}).get(model, {})
     worst = max(((q.get("mu_mean") or 1.0, c) for c, q in quality.items() if isinstance(q, dict)), default=(1.0, ""))
     if worst[0] > MU_BOUND:
-        why = (f"the {model} fit of {worst[1]} is off by a mean factor mu = {worst[0]:.2f} (paper 000's proportional "
-               f"error; expected at most {MU_BOUND})")
-        if args.strict:
-            raise InputError(f"{why}; no rules written (--strict)", source=str(params_path),
-                             where=f"meta.quality.{model}.{worst[1]}.mu_mean")
-        print(f"  warning: {why}; the model may pick wrongly", flush=True)
-        args.warnings.append(f"{why}; the model may pick wrongly")
+        _doubt(args, f"the {model} fit of {worst[1]} is off by a mean factor mu = {worst[0]:.2f} (paper 000's "
+                     f"proportional error; expected at most {MU_BOUND})", params_path,
+               f"meta.quality.{model}.{worst[1]}.mu_mean", "; the model may pick wrongly", "; the model may pick wrongly")
     disturbed = params.meta.get("disturbed")
     if disturbed:
         try:
             why = disturbed_warning(disturbed)
         except InputError as exc:
             raise InputError(exc.message, source=str(params_path), where="meta.disturbed") from None
-        if args.strict:
-            raise InputError(f"{why}; no rules written (--strict)", source=str(params_path), where="meta.disturbed")
-        print(f"  warning: {why}", flush=True)
-        args.warnings.append(why)
+        _doubt(args, why, params_path, "meta.disturbed")
     calibration = _calibration_extent(args.out / "measurements.csv", params)
 
     # 2. the platform of the rules

@@ -262,7 +262,7 @@ def _side(label: str, runs: list) -> dict:
     every launch converged, each launch's time, and their spread (largest / smallest - 1; 0 for one)."""
     import statistics
 
-    times = [r.time_s_median or r.time_s_mean for r in sorted(runs, key=lambda r: r.run)]
+    times = [r.fit_time_s for r in sorted(runs, key=lambda r: r.run)]
     times = [t for t in times if t and t > 0]
     cis = [r.ci95_rel for r in runs if r.ci95_rel is not None]
     return {f"{label}_s": statistics.median(times) if times else None,

@@ -101,6 +101,12 @@ class Measurement:
         check_measurement(self)
 
     @property
+    def fit_time_s(self) -> float | None:
+        """The time the fits use for this row: the median over repetitions where the row has one, else the
+        mean (per row, what :func:`fit_times` does for columns)."""
+        return self.time_s_median or self.time_s_mean
+
+    @property
     def key(self) -> MeasurementKey:
         """The point this row measures."""
         return MeasurementKey(*(getattr(self, name) for name in KEY_COLUMNS))
