@@ -431,7 +431,7 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
     from commcost.cli.main import main
     from commcost.collectives import Collective
     from commcost.io.deployed_rules import DeployedRules, open_mpi_default
-    from withdrawal_helpers import withdrawn_at, without_configuration
+    from withdrawal_helpers import check_two_node_point
 
     reason = netns_available()
     if reason:
@@ -454,14 +454,7 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
     assert points and all(p["nnodes"] == 2 and p["default_s"] > 0 and p["rules_s"] > 0 for p in points)
     for p in points:
         assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
-        now = deployed.runs(Collective.BCAST, 4, p["nbytes"], 2)
-        why = withdrawn_at(report, p)
-        if why == "reset":  # han's pick stays, under han's defaults
-            assert without_configuration(p["rules_run"]) == now.label and not deployed.han_tunables.get("bcast")
-        elif why:  # the rule went after the check: han (under its defaults, or as still configured) runs again
-            assert now.choice is not None and now.choice.algorithm.key == "ompi.han", now.label
-        else:
-            assert p["rules_run"] == now.label
+        check_two_node_point(report, p, deployed.runs(Collective.BCAST, 4, p["nbytes"], 2), deployed.han_tunables)
     assert report["selections"]["bcast.ompi"]["grid"] and report["converged_share"] is not None
     # the page an admin reads on two nodes: self-contained, with the measured gains of the check beside the
     # predicted ones, and (where a browser runs) loading without an error

@@ -24,7 +24,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from netns_cluster import HEAD_HOST, SUBNET, NetnsCluster, netns_available, netns_cluster, netns_missing  # noqa: E402
-from withdrawal_helpers import withdrawn_at, without_configuration  # noqa: E402
+from withdrawal_helpers import check_two_node_point  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
@@ -154,12 +154,5 @@ def test_tune_nodes_form_on_a_two_node_slurm(tmp_path):
                           for p in points)
     for p in points:
         assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
-        now = deployed.runs(Collective.BCAST, 4, p["nbytes"], 2)
-        why = withdrawn_at(report, p)
-        if why == "reset":  # han's configuration reset after the check: han's pick stays, under its defaults
-            assert without_configuration(p["rules_run"]) == now.label
-        elif why:  # (withdrawn after the check: the files no longer say it; han runs again)
-            assert now.choice is not None and now.choice.algorithm.key == "ompi.han", now.label
-        else:
-            assert p["rules_run"] == now.label
+        check_two_node_point(report, p, deployed.runs(Collective.BCAST, 4, p["nbytes"], 2), deployed.han_tunables)
     print(proc.stdout[-2500:])  # the measured check, for the issue note (pytest -s)

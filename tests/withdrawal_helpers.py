@@ -28,3 +28,18 @@ def without_configuration(label: str) -> str:
     """A label of what runs without han's configuration shown in it: ``han rule: han (segsize=16384)`` ->
     ``han rule: han``."""
     return re.sub(r" \([a-z_]+=[^)]*\)", "", label)
+
+
+def check_two_node_point(report: Mapping[str, Any], point: Mapping[str, Any], now: Any,
+                         tunables: Mapping[str, Any]) -> None:
+    """On several nodes (han decides): what the rewritten files run at a point of the check (``now``,
+    DeployedRules.runs) against what verify measured there. Nothing withdrawn: the same label; a reset han
+    configuration: han's pick under han's defaults (``tunables``: the files' han settings, per collective);
+    a withdrawn rule: han again."""
+    why = withdrawn_at(report, point)
+    if why == "reset":
+        assert without_configuration(point["rules_run"]) == now.label and not tunables.get(point["collective"])
+    elif why:
+        assert now.choice is not None and now.choice.algorithm.key == "ompi.han", now.label
+    else:
+        assert point["rules_run"] == now.label
