@@ -223,8 +223,9 @@ def test_synthetic_taulop_recovery_names_what_the_data_cannot_tell_apart():
     """tau-Lop tables of the family o(m) = o_s, L(m, tau) = L_s + tau m G (shm: o 0.3 us, L 0.2 us, G 0.05 ns/B
     with two transfers; ib: o 1 us, L 1.5 us, G 0.2 ns/B), every Open MPI bcast and allreduce at P = 8..64, 16
     per node, 10% noise and 5% outliers x3: the fit recovers each G and each channel's latency per
-    transmission o + k L within 5%, and says that o and L of one channel are identified only together (every
-    transmission pays o + k L alike, so no collective timing can split them)."""
+    transmission o + k L within 5%. o and L of one channel are told apart only where receivers queue (a
+    reception holds its receiver for its last transfer, L alone, while every transmission pays o + k L):
+    the fit no longer calls them confounded, and recovers each within 25%."""
     platform, _ = load_platform(HERE.parent / "examples" / "cluster" / "platform.toml")
     points, placed = _synthetic(platform)
     units = fitted_units("taulop", platform, ["shm", "ib"])
@@ -239,7 +240,8 @@ def test_synthetic_taulop_recovery_names_what_the_data_cannot_tell_apart():
     assert abs(got[2] / truth[2] - 1) < 0.05 and abs(got[5] / truth[5] - 1) < 0.05, got / truth
     assert abs((got[0] + 2 * got[1]) / (truth[0] + 2 * truth[1]) - 1) < 0.05
     assert abs((got[3] + got[4]) / (truth[3] + truth[4]) - 1) < 0.05
-    assert sorted(c.split(":")[0] for c in fit.confounded) == ["o_s of ib, L_s of ib", "o_s of shm, L_s of shm"]
+    assert fit.confounded == []
+    assert np.all(np.abs(got / truth - 1) < 0.25), got / truth
 
 
 def _two_algorithm_points(measured_b):

@@ -88,14 +88,15 @@ def test_the_node_rate_binds_only_when_ppn_rb_exceeds_rn(bluewaters, ppn):
 @pytest.mark.parametrize("search, factor", [("upper", 1.0), ("measured", 1 / 3), ("none", 0.0)])
 def test_queue_search_is_gamma_n_squared_at_the_receiver(bluewaters, search, factor):
     """n = 10 ranks of one socket send 8 B to rank 0: the receiver's queue search gamma n^2 (eq. 3, upper),
-    n^2 / 3 (measured) or nothing, on top of the senders' own max-rate times."""
+    n^2 / 3 (measured) or nothing, on top of the max-rate times: the receiver takes the 10 messages one at a
+    time, each its max-rate time (one reception alone would cost what one send does)."""
     platform, params = bluewaters
     model, placed = _price(platform, params, _one_phase(64, list(range(1, 11)), [0] * 10, [8] * 10),
                            queue_search=search, contention="none")
     row = params.rows[("intra_socket", "short")]
     terms = model.terms(placed)[0]
     assert terms.queue_s == pytest.approx(factor * 8.4e-9 * 100)
-    assert terms.maxrate_s == pytest.approx(row.alpha_s + 8 / row.rate_bytes_per_s)
+    assert terms.maxrate_s == pytest.approx(10 * (row.alpha_s + 8 / row.rate_bytes_per_s))
     assert model.total_time_s(placed) == pytest.approx(terms.time_s)
 
 

@@ -62,8 +62,9 @@ def test_allreduce_two_segments_on_two_nodes_of_two_by_hand():
 
 def test_allreduce_by_hand_under_hockney():
     """The schedule above with every transmission c = alpha + beta seconds (one channel; Hockney has no
-    contention but a sender sends one message at a time): lr0 ends at c, ur0 and lr1 at 2c, ub0 and ur1 at
-    3c; rank 0 then sends ub1 and lb0 one after the other (4c, 5c), and lb1 after both: 6c."""
+    contention, but a rank sends one message and receives one message at a time): lr0 is in at c; ur0 and
+    lr1 both leave at c for rank 0, which takes them at 2c and 3c; ur1 leaves at 2c and is taken at 4c. Rank 0
+    sends ub0 at 3c (after lr1), ub1 at 4c (after ur1), lb0 at 5c, and lb1 after both at 6c: in at 7c."""
     from commcost.models import PlacedSchedule
     from commcost.models.hockney import Hockney, HockneyChannel, HockneyParams
     from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
@@ -74,7 +75,7 @@ def test_allreduce_by_hand_under_hockney():
     model = Hockney(HockneyParams({"net": HockneyChannel(1e-6, 1e-9)}))
     cs = build(HAN[Collective.ALLREDUCE], Case(Collective.ALLREDUCE, 4, 2), {"ppn": 2, "segsize": 1})
     placed = PlacedSchedule.of(cs.schedule, platform, Mapping.sequential(platform, 4, 1))
-    assert model.total_time_s(placed) == pytest.approx(6 * (1e-6 + 1e-9))
+    assert model.total_time_s(placed) == pytest.approx(7 * (1e-6 + 1e-9))
 
 
 def test_gather_scatter_allgather_on_two_nodes_of_two_by_hand():

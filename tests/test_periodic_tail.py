@@ -38,12 +38,21 @@ def small_tails(monkeypatch):
     ran = []
     real = engine.run_prepared
 
-    def counting(prep, nbytes, service, trace, release=None):
+    def counting(prep, nbytes, service, trace, release=None, *args, **kwargs):
         ran.append(len(nbytes))
-        return real(prep, nbytes, service, trace, release)
+        return real(prep, nbytes, service, trace, release, *args, **kwargs)
 
     monkeypatch.setattr(engine, "run_prepared", counting)
     return ran
+
+
+def holds_of(model: TauLop, placed: PlacedSchedule) -> "engine.Holds":
+    """The receivers' holds a size sweep of ``placed`` works with."""
+    from commcost.models.taulop.floor import law_floor
+
+    bounds = np.array([law_floor(law) if law is not None else (0.0, 0.0) for law in model.laws_for(placed)])
+    return engine.Holds(model._hold_law(placed.platform), placed.channel, placed.schedule.nbytes,
+                        (bounds[:, 0], bounds[:, 1]))
 
 
 def no_shortcuts() -> TauLop:
@@ -156,11 +165,12 @@ def test_the_scatter_runs_apart_only_when_it_ends_before_the_ring_starts():
         prep = engine.prepare(placed.domain, placed.channel, s.src, s.dst, s.nprocs, s.after_ptr, s.after_idx,
                               whole.laws_for(placed))
         blocks = periodic_blocks(s.phase, (prep.dom, s.nbytes, prep.src, prep.dst), prep.after_ptr, prep.after_idx)
-        rest = engine._rest_after(prep, engine._prefix_end(s.phase, blocks), s.phase, 8, receivers=False,
+        rest = engine._rest_after(prep, engine._prefix_end(s.phase, blocks), s.phase, 8, receivers=True,
                                   nbytes=s.nbytes)
         assert rest.first == nprocs - 1 and rest.fold is not None  # the scatter; the ring folds by a node
+        holds = holds_of(whole, placed)
         for factor in FACTORS:
-            total = engine._rest_last_end(prep, rest, s.nbytes * factor, None)
+            total = engine._rest_last_end(prep, rest, s.nbytes * factor, None, holds, float(factor))
             assert (total is not None) == apart
             if apart:
                 reference = whole.total_time_s(PlacedSchedule.of(s.scaled(factor), placed.platform, placed.mapping))

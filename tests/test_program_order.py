@@ -73,7 +73,7 @@ def _uncompressed(s: Schedule, posted_by_phase: np.ndarray) -> Schedule:
                          compress=False)
     ptr, idx = dependency_rows(s.ntransmissions, w, d)
     return Schedule(s.nprocs, s.src, s.dst, s.nbytes, s.phase, s.posted, s.phase_names, s.name, s.unit,
-                    s.repeat, s.combine, ptr, idx)
+                    s.repeat, s.combine, ptr, idx, s.recv_prev)
 
 
 def _stepped_with_posted_groups():

@@ -33,9 +33,9 @@ def models() -> tuple[TauLop, TauLop]:
     return folded, whole
 
 
-def fold_of(placed: PlacedSchedule, receivers: bool = False):
+def fold_of(placed: PlacedSchedule):
     """The fold tau-Lop uses, at any size."""
-    return models()[0]._fold(placed, receivers)
+    return models()[0]._fold(placed)
 
 
 RINGS = [(Collective.ALLGATHER, "ring"), (Collective.REDUCE_SCATTER, "ring"), (Collective.ALLREDUCE, "ring"),
@@ -52,10 +52,10 @@ def test_a_folded_ring_is_priced_exactly_like_the_whole_ring(collective, name, s
         placed = PlacedSchedule.of(build(find(collective, name), Case(collective, nprocs, 40 * nprocs)).schedule,
                                    platform, Mapping.sequential(platform, nprocs, ppn))
         fold = fold_of(placed)
-        if scope is ContentionScope.CHANNEL or (scope is ContentionScope.RECEIVER_NODE
-                                                and collective is Collective.ALLTOALL and nprocs > 2 * ppn):
-            # one ib domain for all nodes, or several nodes' sends into each: no node's share stands alone
-            # (on two nodes only node 0 sends into node 1: that folds)
+        if scope is ContentionScope.CHANNEL or (collective is Collective.ALLTOALL and nprocs > ppn):
+            # one ib domain for all nodes: no node's share stands alone; an alltoall sends from rank r to
+            # r + ppn, which the shift would fold onto one rank that receives what it sends (receptions queue
+            # at their receivers: refused)
             assert fold is None
         else:
             assert fold is not None and len(fold.keep) * (nprocs // ppn) == placed.schedule.ntransmissions
@@ -75,13 +75,13 @@ def test_reductions_fold_too():
     for name in ("ring", "segmented_ring"):
         placed = PlacedSchedule.of(build(find(Collective.ALLREDUCE, name), Case(Collective.ALLREDUCE, 16, 16 * 96))
                                    .schedule, platform, Mapping.sequential(platform, 16, 4))
-        assert fold_of(placed, receivers=True) is not None
+        assert fold_of(placed) is not None
         assert np.array_equal(folded.end_times(placed), whole.end_times(placed))
         assert folded.price(placed).time_s > TauLop(PARAMS).price(placed).time_s
-    # rank r reducing what r + 4 sends it would fold onto one rank: refused where receivers matter
+    # rank r receiving what r + 4 sends it would fold onto one rank: refused (receptions queue)
     placed = PlacedSchedule.of(build(find(Collective.ALLTOALL, "pairwise"), Case(Collective.ALLTOALL, 16, 96))
                                .schedule, platform, Mapping.sequential(platform, 16, 4))
-    assert fold_of(placed, receivers=True) is None and fold_of(placed) is not None
+    assert fold_of(placed) is None
 
 
 @pytest.mark.parametrize("what", ["round-robin", "partial node", "two node types", "unequal blocks",

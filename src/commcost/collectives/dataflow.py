@@ -17,10 +17,13 @@ A dependency schedule (no phase barriers) is run without phases: a
 transmission sees its sender's state made of the sender's initial data and
 exactly the receptions the sender has *completed* before the transmission
 starts, which are the receptions among its ancestors in the dependency
-graph (a chain of waits, each ending before the next starts). So the
-forwarding check: no transmission forwards data before it arrived. A
-reception that is not an ancestor may still be under way, and what it
-brings does not count, even if it comes earlier in the arrays.
+graph (a chain of waits, each ending before the next starts), and, for a
+reception taken in a fixed order (``recv_prev``), the ones its receiver
+took before it. So the forwarding check: no transmission forwards data
+before it arrived, and no partial result leaves before the reductions it
+carries were done. A reception that is not an ancestor may still be under
+way, and what it brings does not count, even if it comes earlier in the
+arrays.
 """
 
 from __future__ import annotations
@@ -162,6 +165,8 @@ def _check_dependencies(cs: CollectiveSchedule) -> DataflowReport:
     start = initial_state(cs)
     n = s.ntransmissions
     ancestors = [0] * n  # bit j set: transmission j completed before this one starts
+    received = [0] * n  # bit j set: j completed once this one is received (its receiver took the ones before)
+    rprev = s.recv_prev if s.recv_prev is not None else np.full(n, -1, np.int64)
     into: list[list[int]] = [[] for _ in range(case.nprocs)]  # receptions of each rank, in array order
     content: list[list[np.ndarray]] = []  # what each transmission carries, per range
     cache: dict[int, tuple[list[int], np.ndarray]] = {}  # rank -> (receptions applied, in order; state)
@@ -170,8 +175,9 @@ def _check_dependencies(cs: CollectiveSchedule) -> DataflowReport:
         src, dst = int(s.src[i]), int(s.dst[i])
         mask = 0
         for j in s.after(i).tolist():
-            mask |= ancestors[j] | (1 << j)
+            mask |= received[j] if int(s.dst[j]) == src else ancestors[j] | (1 << j)
         ancestors[i] = mask
+        received[i] = mask | (1 << i) | (received[int(rprev[i])] if rprev[i] >= 0 else 0)
         state = _state_before(start, src, mask, into[src], cache, cs.payload, content, cs.combine, reduction)
         where = f"{cs.algorithm}, P={case.nprocs}, root={case.root}, n={case.nbytes}: transmission {i} " \
                 f"({s.phase_names[s.phase[i]]}), {src} -> {dst}"

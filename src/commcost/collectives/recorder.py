@@ -64,6 +64,8 @@ class Recorder:
         self._explicit_from: list[int | None] = [None]
         self._waiter: list[np.ndarray] = []
         self._waited: list[np.ndarray] = []
+        self._taken_after: list[np.ndarray] = []  # ordered receptions: (later, earlier) pairs of ids
+        self._taken_before: list[np.ndarray] = []
         # single sends are gathered in lists and flushed as one batch
         self._one: tuple[list[int], list[int], list[float], list[bool]] = ([], [], [], [])
 
@@ -105,6 +107,18 @@ class Recorder:
             self.dependencies()
             self._waiter.append(w.copy())
             self._waited.append(d.copy())
+        return self
+
+    def receive_in_order(self, ids: Any) -> "Recorder":
+        """The receivers of transmissions ``ids`` take them in the order given (blocking receives, each
+        posted once the one before it completed; :mod:`commcost.schedule.schedule`): per receiver, each of
+        its ids here is taken right after its previous one here. Ids below 0 are skipped. Without this a
+        rank takes its receptions in order of arrival."""
+        self._flush()
+        ids = np.asarray(ids, np.int64).ravel()
+        ids = ids[ids >= 0]
+        if len(ids) > 1:
+            self._taken_after.append(ids)
         return self
 
     def phase(self, name: str | None = None, mode: SendMode = SendMode.POSTED) -> "Recorder":
@@ -207,6 +221,9 @@ class Recorder:
         if s.after_ptr is not None:
             waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(s.after_ptr))
             self.wait(ids[:, waiter], ids[:, np.asarray(s.after_idx, np.int64)])
+        if s.recv_prev is not None:
+            later = np.flatnonzero(s.recv_prev >= 0)
+            self._taken_before.append(np.stack([ids[:, later].ravel(), ids[:, s.recv_prev[later]].ravel()]))
         return ids
 
     def reserve(self, count: int, why: str = "") -> None:
@@ -262,6 +279,27 @@ class Recorder:
                 waited.append(j)
         return waiter, waited
 
+    def _receive_order(self, order: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+        """``recv_prev`` of the built schedule (positions after ``order``) from :meth:`receive_in_order`'s
+        sequences and the embedded parts' orders; None when every reception is taken in order of arrival."""
+        later, earlier = [], []
+        for ids in self._taken_after:
+            by = np.argsort(dst[ids], kind="stable")  # per receiver, in the order given
+            run = ids[by]
+            same = dst[run[1:]] == dst[run[:-1]]
+            later.append(run[1:][same])
+            earlier.append(run[:-1][same])
+        for pair in self._taken_before:
+            later.append(pair[0])
+            earlier.append(pair[1])
+        if not later:
+            return None
+        new_of_old = np.empty(len(order), np.int64)
+        new_of_old[order] = np.arange(len(order), dtype=np.int64)
+        prev = np.full(len(order), -1, np.int64)
+        prev[new_of_old[np.concatenate(later)]] = new_of_old[np.concatenate(earlier)]
+        return prev
+
     def build(self, algorithm: str, params: dict[str, Any]) -> CollectiveSchedule:
         """The finished schedule; phases that stayed empty are dropped."""
         self._flush()
@@ -290,7 +328,7 @@ class Recorder:
             tuple(self._names) if len(used) == len(self._names) else tuple([self._names[k] for k in used.tolist()]),
             name=f"{self.case.collective.value} {algorithm}",
             combine=cat(self._combine, bool)[order],
-            after_ptr=after_ptr, after_idx=after_idx,
+            after_ptr=after_ptr, after_idx=after_idx, recv_prev=self._receive_order(order, dst),
             checked=self.data,  # the checker's builds are validated; pricing builds come from the same code
         )
         payload = [self._payload[i] for i in order] if self.data else None

@@ -82,14 +82,18 @@ def reduce_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_reduce_intra_basic_linear`` (coll_base_reduce.c).
 
     Every non-root rank sends its vector to the root with one blocking
-    send; the root receives from rank P-1 first, then P-2, ..., 0, and
-    reduces each into its result. One phase; the transmissions are
-    recorded in the order the root receives them.
+    send; the root receives from rank P-1 first, then P-2, ..., 0, each
+    with a blocking receive followed by the reduction of that vector into
+    its result before the next receive is posted: the receptions are taken
+    in that order (:meth:`Recorder.receive_in_order`), each reduction on the
+    root between two of them. One phase; the transmissions are recorded in
+    the order the root receives them.
     """
     p, n, root = case.nprocs, case.nbytes, case.root
     senders = np.array([r for r in range(p - 1, -1, -1) if r != root], dtype=np.int64)
     if senders.size:
-        rec.phase("to root", SEQ).sends(senders, np.full_like(senders, root), 0, n, combine=True)
+        rec.receive_in_order(rec.phase("to root", SEQ).sends(senders, np.full_like(senders, root), 0, n,
+                                                               combine=True))
 
 
 @register(Collective.REDUCE, "ompi", "binomial",
@@ -160,10 +164,13 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
     (the in-order binary tree). Every non-root rank sends each segment to
     its parent, reduced with its subtree's contributions, with blocking
     sends (leaves: the ``max_requests`` flow control, 0 = unlimited by
-    default, is not modelled). What each send waits for, as the library's
+    default, is not modelled). A parent takes its receptions in the
+    library's order, segment by segment and within a segment child by
+    child (the loop posts the next receive, then waits for the current one
+    and reduces it before the next wait; :meth:`Recorder.receive_in_order`).
+    What each send waits for, as the library's
     loop runs it: segment s goes up once segment s has been received and
-    reduced from every child (the parent takes its children in order,
-    posting the next receive before it waits for the current one), and
+    reduced from every child, and
     after the rank's send of segment s - 1 returned (``window`` w > 1: up
     to w sends in flight, so s waits for s - w; coll/adapt's ireduce).
     Phases (labels) are those of :func:`reduce_slots`. Returns the ids,
@@ -183,6 +190,7 @@ def reduce_tree(rec: Recorder, case: Case, tree: Tree, segsize: int, shifted: bo
     waits = Waits(rec)
     ids = rec.staged_sends(step, src, dst, bounds[seg], bounds[seg + 1], "reduce", SEQ, combine=True)
     reduce_waits(waits, ids, tree.src, child, nseg, window)
+    rec.receive_in_order(ids.reshape(len(child), nseg).T)  # per parent: segment by segment, children in order
     return ids
 
 

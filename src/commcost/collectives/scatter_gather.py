@@ -22,8 +22,9 @@ from commcost.collectives.registry import register, whole_blocks
 from commcost.schedule.schedule import SendMode
 
 
-def send_block_runs(rec: Recorder, src: Any, dst: Any, first: Any, count: Any) -> None:
-    """Transmissions ``src[i] -> dst[i]`` of the ``count[i]`` blocks ``first[i], first[i] + 1, ...`` mod P.
+def send_block_runs(rec: Recorder, src: Any, dst: Any, first: Any, count: Any) -> np.ndarray:
+    """Transmissions ``src[i] -> dst[i]`` of the ``count[i]`` blocks ``first[i], first[i] + 1, ...`` mod P;
+    returns their ids.
 
     A run that wraps past block P-1 is one transmission carrying two byte
     ranges. Built for pricing (``rec.data`` false) this is one numpy batch;
@@ -35,14 +36,15 @@ def send_block_runs(rec: Recorder, src: Any, dst: Any, first: Any, count: Any) -
     first = np.broadcast_to(np.asarray(first, dtype=np.int64) % p, src.shape)
     count = np.broadcast_to(np.asarray(count, dtype=np.int64), src.shape)
     if not rec.data:
-        rec.sends(src, dst, first * n, (first + count) * n)
-        return
+        return rec.sends(src, dst, first * n, (first + count) * n)
+    ids = []
     for s, d, f, c in zip(src.tolist(), dst.tolist(), first.tolist(), count.tolist()):
         end = f + c
         if end <= p:
-            rec.send(s, d, (f * n, end * n))
+            ids.append(rec.send(s, d, (f * n, end * n)))
         else:
-            rec.send(s, d, ((f * n, p * n), (0, (end - p) * n)))
+            ids.append(rec.send(s, d, ((f * n, p * n), (0, (end - p) * n))))
+    return np.array(ids, np.int64)
 
 
 def _masks_down(nprocs: int) -> list[int]:
@@ -132,10 +134,12 @@ def scatter_linear_nb(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
           "every rank sends its block to the root, which receives them in rank order", id=1,
           scales=whole_blocks)
 def gather_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
-    """``ompi_coll_base_gather_intra_basic_linear`` (coll_base_gather.c): one phase of P-1 sends to the root."""
+    """``ompi_coll_base_gather_intra_basic_linear`` (coll_base_gather.c): one phase of P-1 sends to the root,
+    which takes them with blocking receives from rank 0, 1, ..., P-1 in turn (straight into its buffer)."""
     peers = _others(case)
     rec.phase("send to root", SendMode.SEQUENCE)
-    rec.sends(peers, np.full(len(peers), case.root), peers * case.nbytes, (peers + 1) * case.nbytes)
+    rec.receive_in_order(rec.sends(peers, np.full(len(peers), case.root), peers * case.nbytes,
+                                   (peers + 1) * case.nbytes))
 
 
 @register(Collective.GATHER, "ompi", "binomial",
@@ -144,7 +148,8 @@ def gather_basic_linear(rec: Recorder, case: Case, params: Mapping[str, int]) ->
 def gather_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_gather_intra_binomial`` (coll_base_gather.c), the mirror image of the binomial scatter.
 
-    A non-leaf receives from its children smallest subtree first, then
+    A non-leaf receives from its children smallest subtree first (a
+    blocking receive per child, in that order), then
     sends all it holds, ``[v, min(v + lowbit(v), P))``, to its parent: in
     the phase of ``mask`` (1, 2, 4, ...) every odd multiple of ``mask``
     sends ``min(mask, P - v)`` blocks to ``v - mask``.
@@ -152,11 +157,13 @@ def gather_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
     p, n = case.nprocs, case.nbytes
     if n == 0:
         return
+    ids = []
     for mask in reversed(_masks_down(p)):
         v = np.arange(mask, p, 2 * mask, dtype=np.int64)
         rec.phase(f"mask {mask}", SendMode.SEQUENCE)
-        send_block_runs(rec, (v + case.root) % p, (v - mask + case.root) % p, v + case.root,
-                        np.minimum(mask, p - v))
+        ids.append(send_block_runs(rec, (v + case.root) % p, (v - mask + case.root) % p, v + case.root,
+                                   np.minimum(mask, p - v)))
+    rec.receive_in_order(np.concatenate(ids))  # per parent: its children in mask order
 
 
 def first_segment(nbytes: int, segsize: int) -> int:

@@ -35,7 +35,10 @@ operations in transmission order. A dependency schedule's waits become
 ``requires``: "i waits for j" is ``s<i> requires r<j>`` when the sender of
 i received j (``dst[j] == src[i]``) and ``s<i> requires s<j>`` when it
 sent j. Receives require nothing: they are posted at the start, as
-pre-posted ``MPI_Irecv``\\s, so LogGOPSim never sees an unexpected message.
+pre-posted ``MPI_Irecv``\\s, so LogGOPSim never sees an unexpected message;
+except a reception the schedule orders after another (``recv_prev[i] = j``,
+a blocking receive posted once the one before completed): ``r<i> requires
+r<j>`` (or ``c<j>``, its reduction).
 A phased schedule is written as :func:`per_rank_waits` states it: repeated
 phases written out, and each rank waiting only for its own operations of
 the previous phases (GOAL has no global barrier). A combine (reduction)
@@ -51,8 +54,10 @@ names its source and tag (several with the same source, destination and
 tag pair up in the order written), a send's waits are the transmissions
 whose send or receive it requires, directly or through calcs and
 receives it requires (a receive's own requires delay the transmission it
-completes only through the operations that require it), and a
-transmission whose receive a calc requires is a combine. Transmissions
+completes only through the operations that require it), a transmission
+whose receive a calc requires is a combine, and a receive that requires
+another receive of its rank (or that one's calc) is taken after it
+(``recv_prev``; the last one it names). Transmissions
 are ordered topologically, smaller tags first, so a file written by
 :func:`write_goal` reads back in its own order. Wildcards (``-1``) and
 ``irequires`` (start dependencies) have no counterpart in a schedule and
@@ -165,6 +170,9 @@ def goal_lines(schedule: Schedule, reduce_time_per_byte: float | None = None) ->
                         yield f"s{i} requires s{j}"
             else:
                 yield f"r{i}: recv {nbytes[i]}b from {src[i]} tag {i}"
+                if dag.recv_prev is not None and dag.recv_prev[i] >= 0:
+                    j = int(dag.recv_prev[i])
+                    yield f"r{i} requires {'c' if calc[j] else 'r'}{j}"
                 if calc[i]:
                     yield f"c{i}: calc {int(round(float(dag.nbytes[i]) * reduce_time_per_byte))}"
                     yield f"c{i} requires r{i}"
@@ -368,7 +376,23 @@ def _schedule_of(ops: list[_Op], nranks: int, name: str, fail) -> Schedule:
                     np.array([op.peer for op in chosen], np.int64),
                     np.array([op.nbytes for op in chosen], np.float64), np.zeros(n, np.int64),
                     np.ones(n, bool), ("goal",), name, combine=combine[order],
-                    after_ptr=after_ptr, after_idx=after_idx)
+                    after_ptr=after_ptr, after_idx=after_idx, recv_prev=_receive_order(ops, position))
+
+
+def _receive_order(ops: list[_Op], position: np.ndarray) -> np.ndarray | None:
+    """``recv_prev`` from receives that require an earlier receive of their rank (directly or through its
+    calc): the last such one each names; None when no receive requires one."""
+    prev = np.full(len(position), -1, np.int64)
+    for op in ops:
+        if op.kind != "recv":
+            continue
+        for k in op.requires:
+            other = ops[k]
+            if other.kind == "calc":
+                other = next((ops[q] for q in other.requires if ops[q].kind == "recv"), other)
+            if other.kind == "recv" and other.rank == op.rank:
+                prev[position[op.transmission]] = position[other.transmission]
+    return prev if np.any(prev >= 0) else None
 
 
 def _check_acyclic(ops: list[_Op], fail) -> None:

@@ -10,7 +10,8 @@ import numpy as np
 
 from commcost.errors import InputError
 from commcost.models.group_max import group_max
-from commcost.models.reduction import ReductionLaw, with_reductions
+from commcost.models.reduction import ReductionLaw
+from commcost.models.timeline import queue_done
 from commcost.platform import Mapping, Platform
 from commcost.schedule import Schedule
 
@@ -161,9 +162,16 @@ class Model(abc.ABC):
 
     @abc.abstractmethod
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
-        """Seconds until each transmission ends: from the start of its phase (communication only), or, in a
-        dependency schedule, from the start of the schedule, the receiver's reduction of a combine
-        transmission included (what waits for a reception waits for it too)."""
+        """Seconds until each transmission is received: from the start of its phase, or, in a dependency
+        schedule, from the start of the schedule; its receiver's queue included (one message in at a time,
+        :meth:`receive_occupancy_s`) and, for a combine transmission, the receiver's reduction of it (what
+        waits for a reception waits for it too)."""
+
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """How long each transmission holds its receiver, which takes one message at a time: k messages into
+        one rank cost it the sum of their occupancies (the model's per-message and per-byte receive cost).
+        Each model says what its law charges; a message alone costs what it costs without the queue."""
+        return np.zeros(placed.schedule.ntransmissions)
 
     def reduction_service_s(self, schedule: Schedule) -> np.ndarray | None:
         """gamma(m) of each combine transmission (0 for the others), or None without reductions."""
@@ -174,14 +182,26 @@ class Model(abc.ABC):
         out[idx] = self.reduction.times(schedule.nbytes[idx])
         return out
 
-    def _ends(self, placed: PlacedSchedule) -> np.ndarray:
-        """:meth:`end_times`, then (phased schedules) each combine transmission's reduction on its receiver
-        (:func:`commcost.models.reduction.with_reductions`)."""
-        end = self.end_times(placed)
+    def receive_service_s(self, placed: PlacedSchedule, own: np.ndarray | None = None) -> np.ndarray | None:
+        """What a receiver spends on each message once its bytes are in: the model's own receive cost
+        (``own``: LogGP's o_recv) plus, for a combine transmission, its reduction; None when nothing."""
+        gamma = self.reduction_service_s(placed.schedule)
+        if own is None:
+            return gamma
+        return own if gamma is None else own + gamma
+
+    def phased_receptions(self, placed: PlacedSchedule, arrival_s: np.ndarray,
+                          own_service_s: np.ndarray | None = None) -> np.ndarray:
+        """End times of a phased schedule's transmissions from the arrival of their last bytes: each
+        receiver takes its messages of a phase one at a time in order of arrival,
+        done = max(arrival, previous done + occupancy) + service (:func:`commcost.models.timeline.queue_done`)."""
         s = placed.schedule
-        if self.reduction is None or not s.combine.any() or s.has_dependencies:
-            return end
-        return with_reductions(end, s.phase, s.dst, s.nbytes, s.combine, s.nprocs, self.reduction)
+        service = self.receive_service_s(placed, own_service_s)
+        occupancy = self.receive_occupancy_s(placed)
+        if service is None and not np.any(occupancy):
+            return arrival_s
+        return queue_done(s.phase * s.nprocs + s.dst, arrival_s,
+                          np.zeros(s.ntransmissions) if service is None else service, occupancy)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         """Model-specific detail for ``--explain``; empty unless a model has something to say."""
@@ -189,19 +209,19 @@ class Model(abc.ABC):
 
     def phase_times_s(self, placed: PlacedSchedule) -> np.ndarray:
         """One run of each phase: its last end (dependency schedule: see :meth:`total_time_s`)."""
-        end = self._ends(placed)
+        end = self.end_times(placed)
         return group_max(placed.schedule.nphases, placed.schedule.phase, end)
 
     def total_time_s(self, placed: PlacedSchedule) -> float:
         """Only the total (cheaper than :meth:`price`): the sum over phases of each phase's last end, times
         its repeats; for a dependency schedule, the last end."""
         if placed.schedule.has_dependencies:
-            return float(self._ends(placed).max(initial=0.0))
+            return float(self.end_times(placed).max(initial=0.0))
         return float(self.phase_times_s(placed) @ placed.schedule.repeat)
 
     def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:
         """The cost of a placed schedule under this model."""
-        cost = Cost.from_end_times(self.NAME, placed, self._ends(placed))
+        cost = Cost.from_end_times(self.NAME, placed, self.end_times(placed))
         if explain:
             cost.explain = self.explain(placed, cost)
         return cost

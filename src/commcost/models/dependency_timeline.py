@@ -12,9 +12,16 @@ transmission the models give four numbers (seconds):
   o_send + (m-1) G);
 * ``flight`` - from start until the message has arrived (Hockney: alpha +
   beta m; LogGP: o_send + (m-1) G + L);
-* ``recv_service`` - what the receiver spends on it after arrival, one
-  message after another in order of arrival, ties in transmission order
-  (LogGP: o_recv; a reduction adds gamma(m) when the transmission combines).
+* ``recv_occupancy`` - how long the message holds its receiver's port (one
+  message in at a time: Hockney alpha + beta m; LogGP max(g, (m-1) G));
+* ``recv_service`` - what the receiver's processor spends on it after its
+  bytes are in (LogGP: o_recv; a reduction adds gamma(m) when the
+  transmission combines), one message after another too.
+
+A receiver takes its messages one at a time: in the order they begin to
+come in (arrival minus occupancy: Hockney's start, ties in transmission
+order), or, for a reception the schedule orders (``recv_prev[i] = j``: a
+blocking receive posted after the one of j), only once j has been taken.
 
 Then, with ``prev(i)`` the sender's previous transmission in program (array)
 order and j ranging over after(i):
@@ -22,15 +29,26 @@ order and j ranging over after(i):
     ready_i   = max_j ( done_j if dst_j == src_i  else  start_j + inject_j )
     start_i   = max(ready_i, start_prev(i) + send_busy_prev(i))    (senders inject one message at a time)
     arrival_i = start_i + flight_i
-    done_i    = max(arrival_i, done of the receiver's previous arrival) + recv_service_i
+    in_i      = max(arrival_i, in_k + recv_occupancy_i)               (the receiving port)
+    done_i    = max(in_i, done_k) + recv_service_i                     (the receiving processor)
+
+with k the reception its receiver took before i. A message alone costs
+what it did without the queue (its arrival, plus its service); k messages
+arriving together into one rank take the sum of their occupancies: the
+single-port, full-duplex assumption of the collective literature (Thakur,
+Rabenseifner and Gropp 2005), a rank sending one message and receiving
+another at the same time. The port takes the next message while the
+processor still reduces the last (Open MPI's reduce posts the next
+receive before it reduces).
 
 This is LogGP's law (Alexandrov et al. 1995, as in :mod:`.timeline`) and
 Hockney's (1994) applied to a program's real order of operations, in the
 spirit of LogGOPSim (Hoefler, Schneider and Lumsdaine 2010), without its
-rendezvous protocol or receive matching. With no receiver service (Hockney
-without reductions) done = arrival and one pass in array order is exact;
-otherwise an event loop takes arrivals in time order (a receiver's queue
-is first come, first served). Both loops are compiled
+rendezvous protocol or receive matching. With nothing to queue at the
+receivers (no service, and no rank receiving twice) done = arrival and one
+pass in array order is exact; otherwise an event loop takes arrivals in
+time order (a receiver's queue is first come, first served, within the
+order the schedule imposes). Both loops are compiled
 (:mod:`commcost.jit`): O(E log E) for E transmissions and dependencies.
 """
 
@@ -123,21 +141,57 @@ def _heap_pop(key, ids, size):  # pragma: no cover
     return t, i, size
 
 
+@njit(inline=True)
+def _take(i, t, dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr, succ_idx, ready, pending,
+          prev, started, serialize, stack, top):  # pragma: no cover
+    """The receiver of i takes it (its bytes in at ``t``): its port lets it in at
+    e_i = max(t, the port's last + occupancy_i), its processor is done at done_i = max(e_i, its last done) +
+    service_i; release what waited for this reception. Returns the new stack top."""
+    d = dst[i]
+    e = recv_port[d] + occupancy[i]
+    if t > e:
+        e = t
+    recv_port[d] = e
+    fin = recv_free[d]
+    if e > fin:
+        fin = e
+    fin += service[i]
+    recv_free[d] = fin
+    done[i] = fin
+    taken[i] = True
+    for k in range(succ_ptr[i], succ_ptr[i + 1]):
+        w = succ_idx[k]
+        if src[w] == d:  # w waits for this reception
+            if fin > ready[w]:
+                ready[w] = fin
+            pending[w] -= 1
+            if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
+                stack[top] = w
+                top += 1
+    return top
+
+
 @njit
 def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_busy, inject, flight,
-            service, nprocs, serialize):  # pragma: no cover
-    """Arrivals in time order, each receiver first come first served; with ``serialize`` a send starts only
-    after the sender's previous send started (program order) and its processor is free."""
+            service, occupancy, recv_prev, recv_next, nprocs, serialize):  # pragma: no cover
+    """Receptions in the order their bytes begin to come in (arrival minus occupancy), each receiver first
+    come first served (a reception with ``recv_prev[i] >= 0`` only after that one was taken); with
+    ``serialize`` a send starts only after the sender's previous send started (program order) and its
+    processor is free."""
     n = len(src)
     start = np.zeros(n)
     done = np.zeros(n)
+    arrived = np.zeros(n)
     ready = np.zeros(n)
     pending = np.empty(n, np.int64)
     for i in range(n):
         pending[i] = after_ptr[i + 1] - after_ptr[i]
     started = np.zeros(n, np.bool_)
+    taken = np.zeros(n, np.bool_)
+    parked = np.zeros(n, np.bool_)
     port = np.zeros(nprocs)
-    recv_free = np.zeros(nprocs)
+    recv_port = np.full(nprocs, -np.inf)  # a rank's first reception waits for no earlier one
+    recv_free = np.full(nprocs, -np.inf)
     key = np.empty(n)
     ids = np.empty(n, np.int64)
     size = 0
@@ -161,7 +215,8 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
             start[i] = t0
             port[s] = t0 + send_busy[i]
             started[i] = True
-            size = _heap_push(key, ids, size, t0 + flight[i], i)
+            arrived[i] = t0 + flight[i]
+            size = _heap_push(key, ids, size, arrived[i] - occupancy[i], i)  # taken in order of its first byte
             sent = t0 + inject[i]
             for k in range(succ_ptr[i], succ_ptr[i + 1]):
                 w = succ_idx[k]
@@ -178,43 +233,59 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
                 top += 1
         if size == 0:
             break  # pragma: no cover
-        t, i, size = _heap_pop(key, ids, size)
+        _, i, size = _heap_pop(key, ids, size)
         remaining -= 1
-        d = dst[i]
-        fin = t if t > recv_free[d] else recv_free[d]
-        fin += service[i]
-        recv_free[d] = fin
-        done[i] = fin
-        for k in range(succ_ptr[i], succ_ptr[i + 1]):
-            w = succ_idx[k]
-            if src[w] == d:  # w waits for this reception
-                if fin > ready[w]:
-                    ready[w] = fin
-                pending[w] -= 1
-                if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
-                    stack[top] = w
-                    top += 1
+        j = recv_prev[i]
+        if j >= 0 and not taken[j]:
+            parked[i] = True  # its blocking receive is not posted yet
+            continue
+        top = _take(i, arrived[i], dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr, succ_idx, ready,
+                    pending, prev, started, serialize, stack, top)
+        j = recv_next[i]
+        while j >= 0 and parked[j]:  # the receptions ordered after it that were waiting
+            parked[j] = False
+            top = _take(j, arrived[j], dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr,
+                        succ_idx, ready, pending, prev, started, serialize, stack, top)
+            j = recv_next[j]
     return start, done
+
+
+def next_of(prev: np.ndarray) -> np.ndarray:
+    """The inverse of a "previous" link: for each i, the k with ``prev[k] == i`` (-1 if none)."""
+    nxt = np.full(len(prev), -1, np.int64)
+    has = prev >= 0
+    nxt[prev[has]] = np.flatnonzero(has)
+    return nxt
+
+
+def receives_alone(dst: np.ndarray, nprocs: int) -> bool:
+    """Whether every rank receives at most one transmission (then no receiver ever queues)."""
+    return len(dst) == 0 or int(np.bincount(dst, minlength=nprocs).max()) <= 1
 
 
 def dependency_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray, nprocs: int,
                      send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
                      recv_service_s: np.ndarray | None = None,
-                     serialize: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                     serialize: bool = True, recv_occupancy_s: np.ndarray | None = None,
+                     recv_prev: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(start, done)`` of every transmission of a dependency schedule (seconds from its start), by the
-    recurrences of the module docstring; ``serialize``: a sender injects one message at a time."""
+    recurrences of the module docstring; ``serialize``: a sender injects one message at a time;
+    ``recv_prev``: the reception its receiver takes before each one (-1: any order)."""
     n = len(src)
     if n == 0:
         return np.zeros(0), np.zeros(0)
     args = [np.ascontiguousarray(a, dtype=np.int64) for a in (src, dst, after_ptr, after_idx)]
     busy, inject, flight = (np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.float64)
                             for a in (send_busy_s, inject_s, flight_s))
-    if recv_service_s is None or not np.any(recv_service_s):
+    service = np.zeros(n) if recv_service_s is None else np.ascontiguousarray(
+        np.broadcast_to(recv_service_s, (n,)), dtype=np.float64)
+    occupancy = np.zeros(n) if recv_occupancy_s is None else np.ascontiguousarray(
+        np.broadcast_to(recv_occupancy_s, (n,)), dtype=np.float64)
+    ordered = recv_prev is not None and bool(np.any(np.asarray(recv_prev) >= 0))
+    if not ordered and not np.any(service) and (not np.any(occupancy) or receives_alone(args[1], nprocs)):
         return _one_pass(*args, busy, inject, flight, nprocs, serialize)
-    service = np.ascontiguousarray(np.broadcast_to(recv_service_s, (n,)), dtype=np.float64)
+    rprev = np.full(n, -1, np.int64) if not ordered else np.ascontiguousarray(recv_prev, dtype=np.int64)
     succ_ptr, succ_idx = successors(args[2], args[3], n)
     prev = previous_of_sender(args[0])
-    nxt = np.full(n, -1, np.int64)
-    has = prev >= 0
-    nxt[prev[has]] = np.flatnonzero(has)
-    return _events(*args, succ_ptr, succ_idx, prev, nxt, busy, inject, flight, service, nprocs, serialize)
+    return _events(*args, succ_ptr, succ_idx, prev, next_of(prev), busy, inject, flight, service, occupancy, rprev,
+                   next_of(rprev), nprocs, serialize)

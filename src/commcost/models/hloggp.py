@@ -8,8 +8,9 @@ processors (o_send_s[i], o_recv_s[i]) and matrices over pairs of processors
 (:func:`commcost.models.timeline.loggp_end_times`): a message of m bytes
 from i to j alone costs o_send[i] + (m-1) G[i,j] + L[i,j] + o_recv[j]; a
 sender injects its messages one after another, the next max(g[i,j],
-o_send[i] + (m-1) G[i,j]) later; a receiver takes arrivals in order and
-spends o_recv[j] on each. No channel contention, and posted sends are priced
+o_send[i] + (m-1) G[i,j]) later; a receiver j takes them one at a time, in
+order of arrival, its port the next max(g[i,j], (m-1) G[i,j]) after the
+one before, and its processor spends o_recv[j] on each after that. No channel contention, and posted sends are priced
 like a sequence of blocking sends. "HLogGP becomes LogGPH when the nodes of
 the platform are identical" (paper 000 section 5).
 
@@ -42,14 +43,15 @@ import numpy as np
 from commcost.errors import InputError
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.fields import read_number, read_numbers, read_tables, within
-from commcost.models.loggp import end_times_of
+from commcost.models.loggp import end_times_of, receive_occupancy_of
 from commcost.models.timeline import LogGPArrays
 from commcost.platform import RankKind
 
 DEFAULT = "default"
 GPU_SUFFIX = ":gpu"
 HLOGGP_LAW = ("inj = o_send[i] + (m-1)*G[i,j]; sender i starts its next message max(g[i,j], inj) later; "
-              "arrival = start + inj + L[i,j]; receiver j takes arrivals in order, o_recv[j] each "
+              "arrival = start + inj + L[i,j]; receiver j takes one at a time, its port "
+              "max(g[i,j], (m-1)*G[i,j]) each, then o_recv[j] each "
               "(one message: o_send[i] + L[i,j] + (m-1)G[i,j] + o_recv[j]); no contention, "
               "posted sends priced as a sequence")
 
@@ -327,6 +329,10 @@ class HLogGP(Model):
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         return end_times_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
+
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """max(g, (m-1) G) of each transmission's link: its hold on the receiver's port."""
+        return receive_occupancy_of(placed, self.params.per_transmission(placed))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

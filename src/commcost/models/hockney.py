@@ -5,12 +5,15 @@ Meiko CS-2", Parallel Computing 20(3); paper 000 ref [26]). Each channel c
 has its own latency alpha_c (seconds) and inverse bandwidth beta_c (seconds
 per byte). In a phase a sender's messages go one after another:
 start_0 = 0, start_i = start_{i-1} + T_{i-1}, end_i = start_i + T_i with
-T_i = alpha_c + beta_c m_i. Receivers are not serialized: a rank receiving
-several messages takes them all at once. The model knows no channel
-contention (tau-Lop's job), and sends posted together (Isend + Waitall) cost
-the same as a sequence of blocking sends. In a dependency schedule a
-transmission starts once what it waits for has ended and its sender is free
-(:mod:`.dependency_timeline`).
+T_i = alpha_c + beta_c m_i. A receiver takes one message at a time, each
+holding it for the message's own T_i: k messages arriving together into one
+rank end T, 2T, ..., kT after they started (the single-port, full-duplex
+assumption under which Thakur, Rabenseifner and Gropp 2005 price MPICH's
+collectives: a rank sends one message and receives one at a time, both at
+once). The model knows no channel contention (tau-Lop's job), and sends
+posted together (Isend + Waitall) cost the same as a sequence of blocking
+sends. In a dependency schedule a transmission starts once what it waits
+for has ended and its sender is free (:mod:`.dependency_timeline`).
 """
 
 from __future__ import annotations
@@ -28,16 +31,6 @@ from commcost.models.timeline import serialized
 def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.ndarray) -> np.ndarray:
     """T(m) = alpha + beta m: seconds to send m bytes (Hockney 1994)."""
     return alpha_s + beta_s_per_byte * nbytes
-
-
-def hockney_end_times(phase: np.ndarray, src: np.ndarray, nprocs: int, nbytes: np.ndarray,
-                      alpha_s: np.ndarray, beta_s_per_byte: np.ndarray) -> np.ndarray:
-    """End of each transmission when each (phase, src) sends its messages one after another.
-
-    end_i = sum_{j <= i} (alpha_j + beta_j m_j) over the sender's messages of the phase.
-    """
-    _, end = serialized(phase * nprocs + src, hockney_time_s(nbytes, alpha_s, beta_s_per_byte))
-    return end
 
 
 @dataclass(frozen=True)
@@ -78,25 +71,34 @@ class HockneyParams:
 
 @register_model
 class Hockney(Model):
-    """Hockney 1994 per channel: T = alpha + beta m, a sender's messages one after another."""
+    """Hockney 1994 per channel: T = alpha + beta m, one message out and one in at a time per rank."""
 
     NAME = "hockney"
-    DESCRIPTION = "Hockney (1994): alpha + beta*m per message and channel, serialized at the sender"
+    DESCRIPTION = "Hockney (1994): alpha + beta*m per message and channel, one out and one in at a time per rank"
     PARAMS = HockneyParams
 
-    def end_times(self, placed: PlacedSchedule) -> np.ndarray:
+    def _times(self, placed: PlacedSchedule) -> np.ndarray:
         rows = channel_table(self.params.channels, placed, self.NAME)
         alpha, beta = channel_arrays(rows, ("alpha_s", "beta_s_per_byte"), placed.channel)
+        return hockney_time_s(placed.schedule.nbytes, alpha, beta)
+
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """alpha + beta m: a message holds its receiver as long as its sender (single port)."""
+        return self._times(placed)
+
+    def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         s = placed.schedule
+        busy = self._times(placed)
         if s.has_dependencies:
-            busy = hockney_time_s(s.nbytes, alpha, beta)
             return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                    self.reduction_service_s(s))[1]
-        return hockney_end_times(s.phase, s.src, s.nprocs, s.nbytes, alpha, beta)
+                                    self.receive_service_s(placed), recv_occupancy_s=busy,
+                                    recv_prev=s.recv_prev)[1]
+        _, sent = serialized(s.phase * s.nprocs + s.src, busy)
+        return self.phased_receptions(placed, sent)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {
-            "law": "T = alpha + beta*m per message; a sender's messages one after another, "
-                   "receivers not serialized, no contention (Hockney 1994)",
+            "law": "T = alpha + beta*m per message; a sender's messages one after another, a receiver's "
+                   "one at a time (single port), no contention (Hockney 1994)",
             "params": {name: ch.to_dict() for name, ch in self.params.channels.items()},
         }

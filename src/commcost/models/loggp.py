@@ -10,8 +10,11 @@ byte of a long message. A message of m bytes alone costs
 
 In a phase (all ranks start at t = 0) a sender injects its messages one
 after another, the next max(g, o + (m-1) G) after the previous one began;
-a receiver takes arrivals in order of arrival and spends o on each, so a
-gather of k messages is serialized by the receive overhead
+a receiver takes them one at a time, in order of arrival, its network port
+taking the next max(g, (m-1) G) after the previous one (LogGP's gaps bind
+a receiving interface as they bind a sending one), and its processor
+spending o on each after that, so a gather of k messages of m bytes costs
+the root k - 1 such gaps (or overheads, the larger) after the first
 (:func:`commcost.models.timeline.loggp_end_times`). Channel contention is
 not modelled (that is tau-Lop's job), and sends posted together (Isend +
 Waitall) are priced like a sequence of blocking sends.
@@ -32,11 +35,11 @@ import numpy as np
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
 from commcost.models.dependency_timeline import dependency_times
-from commcost.models.timeline import LogGPArrays, loggp_end_times
+from commcost.models.timeline import LogGPArrays, loggp_end_times, loggp_receive_occupancy
 
 LAW = ("inj = o_send + (m-1)*G; a sender starts its next message max(g, inj) later; "
-       "arrival = start + inj + L; the receiver takes arrivals in order, o_recv each "
-       "(one message: 2o + L + (m-1)G); no contention, posted sends priced as a sequence")
+       "arrival = start + inj + L; the receiver takes one message at a time, its port max(g, (m-1)*G) each, "
+       "then o_recv each (one message: 2o + L + (m-1)G); no contention, posted sends priced as a sequence")
 
 
 def loggp_time_s(nbytes: np.ndarray, L_s: np.ndarray, o_s: np.ndarray, G_s_per_byte: np.ndarray) -> np.ndarray:
@@ -49,17 +52,25 @@ def end_times_of(placed: PlacedSchedule, params: LogGPArrays, reduction_s: np.nd
 
     In a dependency schedule (:mod:`.dependency_timeline`): inj = o_send +
     (m-1) G; the sender is busy max(g, inj) and its send completes after inj;
-    the message arrives inj + L after it starts; the receiver spends o_recv
-    (plus ``reduction_s``, gamma(m) of a combine transmission) on it, first
-    come first served."""
+    the message arrives inj + L after it starts; the receiver takes it once
+    it has taken the one before (in order of arrival, or the schedule's
+    order), its port held max(g, (m-1) G)
+    (:func:`commcost.models.timeline.loggp_receive_occupancy`), and spends
+    o_recv (plus ``reduction_s``, gamma(m) of a combine transmission) on it."""
     s = placed.schedule
+    o_send, o_recv, L, g, G = (np.asarray(a, dtype=np.float64) for a in params)
     if s.has_dependencies:
-        o_send, o_recv, L, g, G = (np.asarray(a, dtype=np.float64) for a in params)
         inject = o_send + np.maximum(s.nbytes - 1.0, 0.0) * G
         service = o_recv if reduction_s is None else o_recv + reduction_s
         return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
-                                inject + L, service)[1]
-    return loggp_end_times(s.phase, s.src, s.dst, s.nprocs, s.nbytes, params)
+                                inject + L, service, recv_occupancy_s=loggp_receive_occupancy(s.nbytes, g, G),
+                                recv_prev=s.recv_prev)[1]
+    return loggp_end_times(s.phase, s.src, s.dst, s.nprocs, s.nbytes, params, reduction_s)
+
+
+def receive_occupancy_of(placed: PlacedSchedule, params: LogGPArrays) -> np.ndarray:
+    """Each transmission's hold on its receiver's port, max(g, (m-1) G); o_recv follows on its processor."""
+    return loggp_receive_occupancy(placed.schedule.nbytes, params.g_s, params.G_s_per_byte)
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,9 @@ class LogGP(Model):
         return end_times_of(placed, self.params.per_transmission(placed.schedule.ntransmissions),
                             self.reduction_service_s(placed.schedule))
 
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        return receive_occupancy_of(placed, self.params.per_transmission(placed.schedule.ntransmissions))
+
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW, "params": self.params.to_dict()}
 
@@ -138,6 +152,9 @@ class LogGPH(Model):
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         return end_times_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
+
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        return receive_occupancy_of(placed, self.params.per_transmission(placed))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW + " (parameters per channel)", "params": self.params.to_dict()}

@@ -32,7 +32,10 @@ A phase is priced like Hockney's: a rank's sends leave one after another,
 each taking its max-rate time T; a transmission ends when its sender has
 sent it, its receiver has searched its queue (the receiver's whole n^2),
 and the phase's contention is paid: end = sum of the sender's T up to it
-+ q(receiver) + T_c. The phase time is the last end; :meth:`MaxRate.terms`
++ q(receiver) + T_c; a receiver then takes its messages one at a time,
+each holding it for its max-rate time on the receiving side (eq. 2 with
+the receiving node's active ranks as ppn: the node's injection limit binds
+what comes in too). The phase time is the last end; :meth:`MaxRate.terms`
 splits it into its three parts at the transmission that ends last. In a
 dependency schedule (a collective algorithm) only the max-rate times count:
 queue search and contention are terms of one phase's exchange.
@@ -214,17 +217,25 @@ class MaxRate(Model):
                    "plus queue search gamma n^2 and network contention delta l")
     PARAMS = MaxRateParams
 
-    def message_times(self, placed: PlacedSchedule) -> np.ndarray:
-        """Eq. 2 per transmission: its locality's and protocol's alpha + ppn s / min(R_N, ppn R_b)."""
+    def message_times(self, placed: PlacedSchedule, receiving: bool = False) -> np.ndarray:
+        """Eq. 2 per transmission: its locality's and protocol's alpha + ppn s / min(R_N, ppn R_b), ppn the
+        ranks of the sender's node sending off-node in its phase (``receiving``: of the receiver's node
+        receiving from off-node: the node's injection limit binds what comes in as what goes out)."""
         p: MaxRateParams = self.params
         s = placed.schedule
         alpha, rate, node_rate = p.table()
         loc = locality(placed)
         proto = np.where(s.nbytes <= p.short_max_bytes, 0, np.where(s.nbytes <= p.eager_max_bytes, 1, 2))
         node = placed.mapping.node_of_rank
-        ppn = active_per_node(s.phase, s.src, node[s.src], loc == 2)
+        side = s.dst if receiving else s.src
+        ppn = active_per_node(s.phase, side, node[side], loc == 2)
         rb, rn = rate[loc, proto], node_rate[loc, proto]
         return alpha[loc, proto] + ppn * s.nbytes / np.minimum(rn, ppn * rb)
+
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """Eq. 2 on the receiving side: a rank takes one message at a time, each holding it its max-rate
+        time with the receiving node's active ranks as ppn."""
+        return self.message_times(placed, receiving=True)
 
     def queue_times(self, placed: PlacedSchedule) -> np.ndarray:
         """Eq. 3 per transmission: gamma n^2 (times the queue_search factor) of its receiver, n the messages
@@ -280,27 +291,29 @@ class MaxRate(Model):
         if s.has_dependencies:
             busy = self.message_times(placed)
             return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                    self.reduction_service_s(s))[1]
+                                    self.receive_service_s(placed), recv_occupancy_s=self.receive_occupancy_s(placed),
+                                    recv_prev=s.recv_prev)[1]
         sent, queue, contention = self._parts(placed)
-        return sent + queue + contention
+        return self.phased_receptions(placed, sent + queue + contention)
 
     def terms(self, placed: PlacedSchedule) -> list[Terms]:
-        """Per phase, its time split at the transmission that ends last: its sender's max-rate time up to it,
-        its receiver's queue search, the phase's contention (a dependency schedule: max-rate only)."""
+        """Per phase, its time split at the transmission that ends last: its max-rate time (its sender's up to
+        it, and its wait for its receiver to take it), its receiver's queue search, the phase's contention (a
+        dependency schedule: max-rate only)."""
         s = placed.schedule
         out = []
         if s.has_dependencies:
             end = self.end_times(placed)
             return [Terms(float(end.max(initial=0.0)), 0.0, 0.0)]
         sent, queue, contention = self._parts(placed)
-        end = sent + queue + contention
+        end = self.phased_receptions(placed, sent + queue + contention)
         for k in range(s.nphases):
             idx = np.flatnonzero(s.phase == k)
             if len(idx) == 0:
                 out.append(Terms(0.0, 0.0, 0.0))
                 continue
-            i = idx[int(np.argmax(end[idx]))]
-            out.append(Terms(float(sent[i]), float(queue[i]), float(contention[i])))
+            i = idx[int(np.argmax(end[idx]))]  # its max-rate part: sent, and waiting for its receiver
+            out.append(Terms(float(end[i] - queue[i] - contention[i]), float(queue[i]), float(contention[i])))
         return out
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:

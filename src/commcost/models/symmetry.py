@@ -23,11 +23,13 @@ with sigma the shift of ranks by q:
   of domain(t), and injective); and a domain holding a representative holds
   only representatives, so the folded run sees each domain's whole
   concurrency;
-* where receivers' work matters (``receivers=True``: reductions queue at
+* where receivers' work matters (``receivers=True``: receptions queue at
   the receiver), a transmission's sender and receiver differ modulo q
   (folded ranks stay distinct, so "a wait for an own send" stays told apart
   from "a wait for a reception", and each folded rank receives what rank
   r < q did); without it the folded ranks only label transmissions;
+* the receive order (``recv_prev``) maps onto itself: the reception taken
+  before sigma(t) is the image of the one taken before t;
 * the folded waits still point backwards (no cycle).
 
 Exactness: the model is deterministic and sees only sizes, channels,
@@ -55,6 +57,7 @@ class Fold(NamedTuple):
     nprocs: int  # q
     after_ptr: np.ndarray  # folded waits of each kept transmission, as rows
     after_idx: np.ndarray  # positions in ``keep``
+    recv_prev: np.ndarray  # the reception each kept one's folded receiver takes before it (position in keep), -1
 
 
 MIN_TRANSMISSIONS = 20_000  # below this the whole run is cheaper than the checks
@@ -69,9 +72,10 @@ def node_period(node_of_rank: np.ndarray) -> int:
 def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes: np.ndarray,
                     channel: np.ndarray, domain: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray,
                     nprocs: int, shift: int, same: Sequence[np.ndarray] = (), receivers: bool = True,
-                    min_transmissions: int = MIN_TRANSMISSIONS) -> Fold | None:
+                    min_transmissions: int = MIN_TRANSMISSIONS, recv_prev: np.ndarray | None = None) -> Fold | None:
     """The schedule folded by the shift of ranks by ``shift`` (module docstring), or None where that is
-    not a symmetry, or the schedule has fewer than ``min_transmissions``."""
+    not a symmetry, or the schedule has fewer than ``min_transmissions``. ``recv_prev``: the receive order
+    (None: every reception in order of arrival)."""
     p, q, n = int(nprocs), int(shift), len(src)
     if n < max(min_transmissions, 1) or q < 2 or q >= p or p % q:
         return None
@@ -130,6 +134,13 @@ def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes:
         at = np.minimum(np.searchsorted(edges, mapped), len(edges) - 1)
         if not np.array_equal(edges[at], mapped):
             return None
+    # the receive order: the image of "j before t" is "image(j) before image(t)"
+    rprev = np.full(n, -1, np.int64) if recv_prev is None else np.asarray(recv_prev, np.int64)
+    ordered = rprev >= 0
+    if ordered.any():
+        mapped = np.where(ordered, image[np.maximum(rprev, 0)], -1)
+        if not np.array_equal(rprev[image], mapped):
+            return None
     # representatives: senders 0..q-1; a domain holding one holds only such
     kept = src < q
     has_kept = np.zeros(len(to), bool)
@@ -153,7 +164,9 @@ def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes:
         return None
     f_ptr = np.zeros(len(keep) + 1, np.int64)
     np.cumsum(counts[keep], out=f_ptr[1:])
-    return Fold(keep, rep, src[keep] % q, dst[keep] % q, q, f_ptr, f_waited)
+    kept_prev = rprev[keep]
+    f_prev = np.where(kept_prev >= 0, rep[np.maximum(kept_prev, 0)], -1)
+    return Fold(keep, rep, src[keep] % q, dst[keep] % q, q, f_ptr, f_waited, f_prev)
 
 
 def repeat_fold(fold: Fold, first: int, size: int, count: int) -> Fold | None:
@@ -188,4 +201,9 @@ def repeat_fold(fold: Fold, first: int, size: int, count: int) -> Fold | None:
     after_idx = np.concatenate([idx[:ptr[nf]], (rows1[None, :] + shifts * nb).ravel()])
     src = np.concatenate([fold.src[:nf], np.tile(fold.src[nf:nf + nb], count)])
     dst = np.concatenate([fold.dst[:nf], np.tile(fold.dst[nf:nf + nb], count)])
-    return Fold(keep, rep, src, dst, fold.nprocs, after_ptr, after_idx)
+    prev1, prev2 = fold.recv_prev[nf:nf + nb], fold.recv_prev[nf + nb:nf + 2 * nb]
+    if not np.array_equal(prev2, np.where(prev1 >= 0, prev1 + nb, -1)) or np.any(prev1[prev1 >= 0] < nf - nb):
+        return None
+    recv_prev = np.concatenate([fold.recv_prev[:nf],
+                                np.where(prev1[None, :] >= 0, prev1[None, :] + shifts * nb, -1).ravel()])
+    return Fold(keep, rep, src, dst, fold.nprocs, after_ptr, after_idx, recv_prev)

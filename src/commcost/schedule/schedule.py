@@ -32,6 +32,16 @@ channel is the model's business (Hockney and LogGP inject one message at a
 time in program order; tau-Lop lets started transmissions share the
 channel).
 
+How a rank *receives* is said too. A receiver takes its messages one at a
+time; by default in order of arrival (receives posted together, an
+``Irecv`` per peer then a ``Waitall``: whichever comes first is taken
+first). A dependency schedule may order some receptions (``recv_prev``):
+``recv_prev[i] = j`` says the receiver takes i only after it has taken j
+(blocking receives in a fixed order, as Open MPI's linear reduce takes rank
+P-1's vector, then P-2's, ...), j an earlier reception of the same rank;
+-1 leaves i to the order of arrival. Each reception follows at most one
+other: the ordered receptions of a rank form chains.
+
 The arrays are flat so models can price a schedule with numpy, without
 Python loops over ranks.
 """
@@ -87,6 +97,7 @@ class Schedule:
     combine: np.ndarray | None = None
     after_ptr: np.ndarray | None = None
     after_idx: np.ndarray | None = None
+    recv_prev: np.ndarray | None = None
     checked: bool = field(default=True, repr=False, compare=False)  # False: built by trusted code, skip validate
 
     def __post_init__(self) -> None:
@@ -108,6 +119,12 @@ class Schedule:
             if self.after_ptr.shape != (n + 1,) or self.after_ptr[0] != 0 or self.after_ptr[-1] != len(self.after_idx) \
                     or np.any(np.diff(self.after_ptr) < 0):
                 raise ValueError("after_ptr must be n + 1 non-decreasing offsets into after_idx")
+        if self.recv_prev is not None:
+            object.__setattr__(self, "recv_prev", np.ascontiguousarray(self.recv_prev, dtype=np.int64))
+            if self.recv_prev.shape != (n,):
+                raise ValueError("recv_prev must have one entry per transmission")
+            if not np.any(self.recv_prev >= 0):
+                object.__setattr__(self, "recv_prev", None)  # every reception in order of arrival
         if self.checked:
             self.validate()
 
@@ -173,6 +190,26 @@ class Schedule:
             self._validate_dependencies()
         elif np.any(np.diff(self.phase) < 0):
             raise ValueError("transmissions must be ordered by phase")
+        if self.recv_prev is not None:
+            self._validate_receive_order()
+
+    def _validate_receive_order(self) -> None:
+        """Ordered receptions: in a dependency schedule, each after an earlier reception of its receiver,
+        and no reception followed by two."""
+        if self.after_ptr is None:
+            raise InputError("ordered receptions (recv_prev) need a dependency schedule; expected waits "
+                             "(after) or no receive order", where="recv_prev")
+        i = np.flatnonzero(self.recv_prev >= 0)
+        j = self.recv_prev[i]
+        bad = (j >= i) | (self.dst[np.minimum(j, self.ntransmissions - 1)] != self.dst[i])
+        if np.any(bad):
+            k = int(i[np.argmax(bad)])
+            raise InputError(f"transmission {self._describe(k)} is received after #{int(self.recv_prev[k])}; "
+                             "expected an earlier transmission to the same receiver", where=f"recv_prev[{k}]")
+        if len(np.unique(j)) != len(j):
+            twice = int(np.bincount(j).argmax())
+            raise InputError(f"two receptions are taken right after #{twice}; expected each reception to "
+                             "follow at most one other (a chain per receiver)", where="recv_prev")
 
     def _validate_dependencies(self) -> None:
         """Dependencies point backwards and name an earlier send or receive of the waiting sender."""
@@ -205,12 +242,12 @@ class Schedule:
         """The same schedule with every size multiplied by ``factor`` (>= 0)."""
         return Schedule(self.nprocs, self.src, self.dst, self.nbytes * factor, self.phase,
                         self.posted, self.phase_names, self.name, self.unit, self.repeat, self.combine,
-                        self.after_ptr, self.after_idx, checked=False)  # a valid schedule with sizes scaled by a factor >= 0 stays valid
+                        self.after_ptr, self.after_idx, self.recv_prev, checked=False)  # a valid schedule with sizes scaled by a factor >= 0 stays valid
 
     def without_dependencies(self) -> "Schedule":
         """The same transmissions as a phased schedule: a barrier between phases instead of the
-        dependencies (what commcost priced before schedules carried dependencies; the baseline of the
-        benchmarks). Raises InputError if the phases are not in order."""
+        dependencies and the receive order (what commcost priced before schedules carried dependencies; the
+        baseline of the benchmarks). Raises InputError if the phases are not in order."""
         if self.after_ptr is None:
             return self
         return Schedule(self.nprocs, self.src, self.dst, self.nbytes, self.phase, self.posted, self.phase_names,

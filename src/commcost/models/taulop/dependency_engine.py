@@ -6,9 +6,18 @@ start of every transmission given by the schedule's dependencies
 
 * a transmission is released once everything it waits for has completed
   (its sender's receptions and earlier sends: their last bytes moved, and,
-  for a combine transmission under a reduction law, the receiver's
-  reduction of it, receptions reduced one after another in order of
-  arrival);
+  for a reception, its receiver having taken it, and reduced it for a
+  combine transmission under a reduction law);
+* a receiver takes one message at a time, in order of arrival or in the
+  order the schedule gives (``recv_prev``), each holding it for the
+  receiving side of its transmission, its last transfer alone,
+  L^k(m, 1) (the receiver's copy out of shared memory or of the socket
+  buffer, the RDMA into its memory): done = max(end, previous done +
+  occupancy) + reduction. This is paper 003's concurrency at the receiving
+  side (tau transfers into one rank share it) at its limit of one rank,
+  which moves its data one message at a time: a root that receives P - 1
+  messages pays P - 1 receiving transfers, where its P - 1 posted sends
+  share their channel (A2);
 * A2: released transmissions sharing a contention domain progress together,
   each moving the same number of bytes; a piece of delta bytes at
   concurrency tau lasts the *size-dependent part* of the law,
@@ -57,7 +66,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from commcost.models.dependency_timeline import successors
+from commcost.models.dependency_timeline import next_of, successors
 from commcost.models.taulop.dependency_kernels import FIXED_TABLE_MAX, event_loop, fixed_table
 from commcost.models.taulop.params import TransmissionLaw
 
@@ -111,6 +120,24 @@ def law_arrays(laws: list[TransmissionLaw | None]) -> LawArrays:
                      np.array(hold, np.bool_))
 
 
+class EngineRun(NamedTuple):
+    """One run of the event loop: per transmission when its receiver was done with it, when it ended (its
+    bytes moved) and when its receiver's port let it in; the traced pieces (empty unless traced)."""
+
+    done: np.ndarray
+    end: np.ndarray
+    port: np.ndarray
+    pieces: dict[str, np.ndarray]
+
+    def receivers(self, dst: np.ndarray, nprocs: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each rank's receiving port and processor after this run: its last reception's port and done
+        times (-inf: none), the state a run that follows starts from."""
+        port, free = np.full(nprocs, -np.inf), np.full(nprocs, -np.inf)
+        np.maximum.at(port, dst, self.port)
+        np.maximum.at(free, dst, self.done)
+        return port, free
+
+
 class DependencyRun(NamedTuple):
     """What the engine gives: per transmission its end and what waiting on it sees (end + reduction), and,
     when traced, the pieces."""
@@ -152,10 +179,16 @@ class Prepared:
     src: np.ndarray
     dst: np.ndarray
     nprocs: int
+    recv_prev: np.ndarray  # the reception each one's receiver takes before it, -1: in order of arrival
 
     @cached_property
     def succ(self) -> tuple[np.ndarray, np.ndarray]:
         return successors(self.after_ptr, self.after_idx, len(self.src))
+
+    @cached_property
+    def recv_links(self) -> np.ndarray:
+        """The receive order both ways: row 0 each reception's predecessor, row 1 its successor (-1: none)."""
+        return np.stack([self.recv_prev, next_of(self.recv_prev)])
 
     @cached_property
     def fixed_of(self) -> np.ndarray:
@@ -164,12 +197,14 @@ class Prepared:
         return fixed_table(min(max(most, 1), FIXED_TABLE_MAX), *self.laws)
 
 
-def prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws) -> Prepared:
+def prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev=None) -> Prepared:
     """A schedule prepared for the engine: domains renumbered, laws flattened."""
     dom, chan_of_dom = compact_domains(domain, channel)
+    n = len(src)
+    rprev = np.full(n, -1, np.int64) if recv_prev is None else np.ascontiguousarray(recv_prev, np.int64)
     return Prepared(dom, chan_of_dom, law_arrays(laws), np.ascontiguousarray(after_ptr, np.int64),
                     np.ascontiguousarray(after_idx, np.int64), np.ascontiguousarray(src, np.int64),
-                    np.ascontiguousarray(dst, np.int64), int(nprocs))
+                    np.ascontiguousarray(dst, np.int64), int(nprocs), rprev)
 
 
 def first_transmissions(prep: Prepared, stop: int) -> Prepared | None:
@@ -179,37 +214,49 @@ def first_transmissions(prep: Prepared, stop: int) -> Prepared | None:
     if len(idx) and int(idx.max()) >= stop:
         return None
     return Prepared(prep.dom[:stop], prep.chan_of_dom, prep.laws, ptr, idx, prep.src[:stop], prep.dst[:stop],
-                    prep.nprocs)
+                    prep.nprocs, prep.recv_prev[:stop])  # a reception is ordered after an earlier one
 
 
 def run_prepared(prep: Prepared, nbytes: np.ndarray, service_s: np.ndarray | None, trace: bool,
-                 release: np.ndarray | None = None):
+                 release: np.ndarray | None = None, occupancy_s: np.ndarray | None = None,
+                 receivers: tuple[np.ndarray, np.ndarray] | None = None) -> EngineRun:
     """One run of the event loop (:func:`.dependency_kernels.event_loop`; ``release``: the earliest start of
-    each transmission, None for when its waits allow)."""
+    each transmission, None for when its waits allow; ``occupancy_s``: each one's hold on its receiver's port;
+    ``receivers``: each rank's port and processor state before the schedule (:meth:`EngineRun.receivers`),
+    None for idle)."""
     n = len(prep.src)
-    service = np.zeros(n) if service_s is None else np.ascontiguousarray(service_s, np.float64)
+    cost = np.zeros((2, n))  # the receiver's reduction, then its port's hold
+    if service_s is not None:
+        cost[0] = service_s
+    if occupancy_s is not None:
+        cost[1] = occupancy_s
     release = np.zeros(n) if release is None else np.ascontiguousarray(release, np.float64)
+    state = np.full((2, prep.nprocs), -np.inf)  # each rank's port and processor: its last reception in, done
+    if receivers is not None:
+        state[0], state[1] = receivers
     succ_ptr, succ_idx = prep.succ
-    return event_loop(prep.dom, prep.chan_of_dom, np.ascontiguousarray(nbytes, np.float64), prep.after_ptr,
-                      succ_ptr, succ_idx, prep.src, prep.dst, service, release, prep.nprocs, *prep.laws, prep.fixed_of,
-                      bool(trace))
+    out = event_loop(prep.dom, prep.chan_of_dom, np.ascontiguousarray(nbytes, np.float64), prep.after_ptr,
+                     succ_ptr, succ_idx, prep.src, prep.dst, cost, prep.recv_links, state, release, *prep.laws,
+                     prep.fixed_of, bool(trace))
+    return EngineRun(out[0], out[1], out[2], dict(zip(TRACE_FIELDS, out[3:])))
 
 
 def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.ndarray, src: np.ndarray,
                           dst: np.ndarray, nprocs: int, after_ptr: np.ndarray, after_idx: np.ndarray,
                           laws: list[TransmissionLaw | None], service_s: np.ndarray | None = None,
-                          trace: bool = False) -> DependencyRun:
+                          trace: bool = False, occupancy_s: np.ndarray | None = None,
+                          recv_prev: np.ndarray | None = None) -> DependencyRun:
     """Run a dependency schedule under tau-Lop (module docstring). ``domain``/``channel`` per transmission
     (``PlacedSchedule``); ``laws[c]`` the compiled law of channel c; ``service_s`` the receiver's reduction
-    of each transmission (0 where none). Pieces in ``pieces[field]`` for ``TRACE_FIELDS`` (domain numbers
-    are the compacted ones; ``pieces['channel']`` gives their channel)."""
+    of each transmission (0 where none); ``occupancy_s`` its hold on its receiver; ``recv_prev`` the
+    receive order (None: order of arrival). Pieces in ``pieces[field]`` for ``TRACE_FIELDS`` (domain
+    numbers are the compacted ones; ``pieces['channel']`` gives their channel)."""
     n = len(src)
     if n == 0:
         empty = {f: np.zeros(0) for f in TRACE_FIELDS + ("channel",)}
         return DependencyRun(np.zeros(0), np.zeros(0), empty)
-    prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws)
-    out = run_prepared(prep, nbytes, service_s, trace)
-    done, end = out[0], out[1]
-    pieces = dict(zip(TRACE_FIELDS, out[2:]))
+    prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev)
+    out = run_prepared(prep, nbytes, service_s, trace, occupancy_s=occupancy_s)
+    pieces = dict(out.pieces)
     pieces["channel"] = prep.chan_of_dom[pieces["domain"]]
-    return DependencyRun(end, done, pieces)
+    return DependencyRun(out.end, out.done, pieces)

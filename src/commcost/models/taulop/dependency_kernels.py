@@ -211,19 +211,22 @@ def _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau, nby
 
 
 @njit
-def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, service, release, nprocs,
-               xs, xs_off, ys, row_off, slope, period, tau_sat, hold, fixed_of, trace):  # pragma: no cover - compiled
+def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst, cost, link, rstate, release, xs, xs_off, ys, row_off, slope, period, tau_sat, hold, fixed_of,
+               trace):  # pragma: no cover - compiled
     """Price one prepared dependency schedule (module docstring): per transmission its compacted domain
-    ``dom``, bytes, sender and receiver, the receiver's reduction time ``service``, the earliest time it may
-    start ``release`` (0: when its waits allow) and the CSR lists of what it waits for (``after_ptr``) and
-    what waits for it (``succ_ptr``/``succ_idx``); ``chan_of_dom`` each domain's channel; then the
+    ``dom``, bytes, sender and receiver, ``cost[0]`` the receiver's reduction time and ``cost[1]`` its hold
+    on the receiver's port, ``link[0]`` the reception its receiver takes just before it (-1: any) and
+    ``link[1]`` the inverse, the earliest time it may start ``release`` (0: when its waits allow) and the
+    CSR lists of what it waits for (``after_ptr``) and what waits for it (``succ_ptr``/``succ_idx``);
+    ``rstate[0]`` and ``rstate[1]`` each rank's receiving port and processor: when its last reception so
+    far was in and done (updated in place; -inf: none); ``chan_of_dom`` each domain's channel; then the
     :class:`.dependency_engine.LawArrays` fields and ``fixed_of[c, tau]`` = T^c(0, tau) (:func:`fixed_table`:
-    computed once per schedule, not per run). Returns (done, end) per transmission and the traced pieces'
-    (domain, tau, nbytes, start, end, cut) arrays, empty unless ``trace``."""
+    computed once per schedule, not per run). Returns (done, end, port) per transmission (port: when its
+    receiver's port let it in) and the traced pieces' (domain, tau, nbytes, start, end, cut) arrays, empty
+    unless ``trace``."""
     n = len(dom)
     ndom = len(chan_of_dom)
-    done = np.zeros(n)
-    end = np.zeros(n)
+    tx = np.zeros((3, n))  # per transmission: END (bytes moved), DONE (its receiver done with it), PORT (in)
     ready_at = np.zeros(n)
     pending = np.empty(n, np.int64)
     for i in range(n):
@@ -256,7 +259,8 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
     rkey = np.empty(n + 1)
     rid = np.empty(n + 1, np.int64)
     rsize = 0
-    recv_free = np.zeros(nprocs)
+    flag = np.zeros((2, n), np.bool_)  # TAKEN by its receiver; PARKED: in before the one ordered before it
+    batch = np.empty(n, np.int64)  # the jobs one piece end finishes
     ready = np.empty(n, np.int64)  # jobs starting now
     nready = 0
     touched = np.zeros(ndom, np.bool_)
@@ -303,9 +307,9 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
                             ntr = _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau[d],
                                           dB[d], t0[d], t, False)
                         B0[d] = B0[d] + dB[d]
-                        nready, rsize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, end, done, service,
-                                                dst, src, recv_free, succ_ptr, succ_idx, ready_at, pending, ready,
-                                                nready, rkey, rid, rsize)
+                        nready, rsize = _finish(d, t, fixed[d], B0[d], mkey, mid, off, msize, tau, tx, cost, link, flag,
+                                                dst, src, rstate, succ_ptr, succ_idx, ready_at, pending, ready, nready,
+                                                rkey, rid, rsize, batch)
                 t0[d] = t
             mark = B0[d] + nbytes[j]
             _mark_push(mkey, mid, off, msize, d, mark, j)
@@ -341,8 +345,9 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
             if trace:
                 ntr = _record(tr_dom, tr_tau, tr_bytes, tr_start, tr_end, tr_cut, ntr, d, tau[d], dB[d], t0[d], t,
                               False)
-            nready, rsize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, end, done, service, dst, src,
-                                    recv_free, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize)
+            nready, rsize = _finish(d, t, fixed[d], B, mkey, mid, off, msize, tau, tx, cost, link, flag, dst, src,
+                                    rstate, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize,
+                                    batch)
             B0[d] = B
             t0[d] = t
             if tau[d] > 0:
@@ -358,40 +363,92 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
         else:
             break
         # other domains' pieces ending at this same time are taken by the next turns
-    return done, end, tr_dom[:ntr], tr_tau[:ntr], tr_bytes[:ntr], tr_start[:ntr], tr_end[:ntr], tr_cut[:ntr]
+    return tx[DONE], tx[END], tx[PORT], tr_dom[:ntr], tr_tau[:ntr], tr_bytes[:ntr], tr_start[:ntr], tr_end[:ntr], tr_cut[:ntr]
 
 
 @njit(inline=True)
-def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, end, done, service, dst, src, recv_free, succ_ptr,
-            succ_idx, ready_at, pending, ready, nready, rkey, rid, rsize):  # pragma: no cover - compiled
+def _release(w, when, t, ready_at, pending, ready, nready, rkey, rid, rsize):  # pragma: no cover - compiled
+    """One wait of w completed at ``when`` (engine time ``t``): w starts now or later once none is left.
+    Returns the new (nready, rsize)."""
+    if when > ready_at[w]:
+        ready_at[w] = when
+    pending[w] -= 1
+    if pending[w] == 0:
+        if ready_at[w] <= t:
+            ready[nready] = w
+            nready += 1
+        else:
+            rsize = _heap_push(rkey, rid, rsize, ready_at[w], w)
+    return nready, rsize
+
+
+END, DONE, PORT = 0, 1, 2  # rows of the per-transmission times
+TAKEN, PARKED = 0, 1  # rows of the per-transmission flags
+
+
+@njit(inline=True)
+def _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid,
+          rsize):  # pragma: no cover - compiled
+    """The receiver of j takes it (its bytes in at END): its port lets it in at
+    PORT = max(END, the port's last + hold), its processor is done with it at
+    DONE = max(PORT, its last done) + reduction; release what waited for the reception. Returns
+    (nready, rsize)."""
+    r = dst[j]
+    e = rstate[0, r] + cost[1, j]
+    if tx[END, j] > e:
+        e = tx[END, j]
+    rstate[0, r] = e
+    tx[PORT, j] = e
+    fin = rstate[1, r]
+    if e > fin:
+        fin = e
+    fin += cost[0, j]
+    rstate[1, r] = fin
+    tx[DONE, j] = fin
+    flag[TAKEN, j] = True
+    for k in range(succ_ptr[j], succ_ptr[j + 1]):
+        w = succ_idx[k]
+        if dst[j] == src[w]:  # a wait for a reception sees its completion (and reduction)
+            nready, rsize = _release(w, fin, t, ready_at, pending, ready, nready, rkey, rid, rsize)
+    return nready, rsize
+
+
+@njit(inline=True)
+def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, tx, cost, link, flag, dst, src, rstate, succ_ptr, succ_idx,
+            ready_at, pending, ready, nready, rkey, rid, rsize, batch):  # pragma: no cover - compiled
     """Domain d's counter reached B at t: the jobs whose mark it passed have moved their bytes and end
-    ``fixed`` (T(0, tau) at the concurrency they ended in) later; release what waited for them (then, or
-    after a reduction). Returns the new (nready, rsize)."""
+    ``fixed`` (T(0, tau) at the concurrency they ended in) later; release what waited for them as sends,
+    and let their receivers take them in transmission order (now, or, for a reception ordered after one
+    not taken yet, when that one is), releasing what waited for them as receptions. ``batch``: scratch
+    space. Returns the new (nready, rsize)."""
     limit = B + 1e-12 * B + 1e-9
     t_end = t + fixed
+    count = 0
     while msize[d] > 0 and mkey[off[d]] <= limit:
-        j = _mark_pop(mkey, mid, off, msize, d)
-        end[j] = t_end
+        batch[count] = _mark_pop(mkey, mid, off, msize, d)
+        count += 1
+    if count > 1:
+        batch[:count] = np.sort(batch[:count])  # ends at one time: taken in transmission order
+    for q in range(count):
+        j = batch[q]
+        tx[END, j] = t_end
         tau[d] -= 1
-        fin = t_end
-        if service[j] > 0.0:
-            r = dst[j]
-            if recv_free[r] > fin:
-                fin = recv_free[r]
-            fin += service[j]
-            recv_free[r] = fin
-        done[j] = fin
         for e in range(succ_ptr[j], succ_ptr[j + 1]):
             w = succ_idx[e]
-            # a wait for an own send sees its end; a wait for a reception sees its reduction too
-            when = fin if dst[j] == src[w] else t_end
-            if when > ready_at[w]:
-                ready_at[w] = when
-            pending[w] -= 1
-            if pending[w] == 0:
-                if ready_at[w] <= t:
-                    ready[nready] = w
-                    nready += 1
-                else:
-                    rsize = _heap_push(rkey, rid, rsize, ready_at[w], w)
+            if dst[j] != src[w]:  # a wait for an own send sees its end
+                nready, rsize = _release(w, t_end, t, ready_at, pending, ready, nready, rkey, rid, rsize)
+    for q in range(count):
+        j = batch[q]
+        k = link[0, j]
+        if k >= 0 and not flag[TAKEN, k]:
+            flag[PARKED, j] = True
+            continue
+        nready, rsize = _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, pending, ready,
+                              nready, rkey, rid, rsize)
+        k = link[1, j]
+        while k >= 0 and flag[PARKED, k]:  # receptions ordered after it that arrived first
+            flag[PARKED, k] = False
+            nready, rsize = _take(k, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, pending,
+                                  ready, nready, rkey, rid, rsize)
+            k = link[1, k]
     return nready, rsize

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from commcost.errors import InputError
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
+from commcost.models.dependency_timeline import receives_alone
 from commcost.models.symmetry import MIN_TRANSMISSIONS, Fold, node_period, rank_shift_fold
 from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies
 from commcost.models.taulop.dependency_sweep import sweep_dependencies
@@ -60,6 +62,19 @@ class _Split:
     hard: list[tuple[np.ndarray, PhaseJobs]]
 
 
+def _queues_matter(schedule) -> bool:
+    """Whether a receiver's port can ever delay a reception of a dependency schedule: some rank receives
+    more than once (a rank receiving one message takes it when it comes), or the schedule orders receptions."""
+    return schedule.recv_prev is not None or not receives_alone(schedule.dst, schedule.nprocs)
+
+
+def _queues(schedule) -> bool:
+    """Whether a rank of a phased schedule receives more than one transmission in a phase (its receiver's
+    queue then counts: the staircase alone does not price it)."""
+    key = schedule.phase * schedule.nprocs + schedule.dst
+    return len(key) > 0 and len(np.unique(key)) < len(key)
+
+
 @register_model
 class TauLop(Model):
     """tau-Lop (paper 000 section 3): transfers contend per channel (A1-A3), overhead per processor."""
@@ -81,6 +96,34 @@ class TauLop(Model):
     def laws_for(self, placed: PlacedSchedule) -> list[TransmissionLaw]:
         """The compiled T^c(m, tau) of each channel the schedule uses (None for the others)."""
         return channel_laws(self.params, placed, self._laws)
+
+    def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """The receiving side of each transmission: its channel's last transfer alone, L^k(m, 1) (the
+        receiver's copy out of shared memory or the socket buffer, the RDMA into its memory). A rank takes
+        one message at a time, so P - 1 messages into one rank cost it P - 1 such transfers (paper 003's
+        concurrency at the receiving side, tau transfers into one rank, at its limit of one rank)."""
+        return self._hold_law(placed.platform)(placed.channel, placed.schedule.nbytes)
+
+    def _hold_law(self, platform):
+        """(channel index, sizes) -> L^k(m, 1), k the channel's last transfer."""
+        tables = []
+        for ch in platform.channels:
+            last = ch.transfers[-1] if ch.transfers else ch.name
+            tables.append(self.params.tables.get(last))
+
+        def law(channel: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(nbytes))
+            for index in np.flatnonzero(np.bincount(channel, minlength=len(tables))).tolist():
+                table = tables[index]
+                if table is None:
+                    ch = platform.channels[index]
+                    last = ch.transfers[-1] if ch.transfers else ch.name
+                    raise InputError(f"tau-Lop parameters have no table {last!r} (needed by channel {ch.name!r}); "
+                                     f"expected one of {sorted(self.params.tables)}", where=f"taulop.{last}")
+                sel = channel == index
+                out[sel] = table.L(nbytes[sel], 1)
+            return out
+        return law
 
     def _phase_jobs(self, placed: PlacedSchedule):
         s = placed.schedule
@@ -124,21 +167,24 @@ class TauLop(Model):
         symmetric under a shift of ranks (:mod:`commcost.models.symmetry`; not when tracing pieces)."""
         s = placed.schedule
         service = self.reduction_service_s(s)
-        fold = None if trace else self._fold(placed, receivers=service is not None)
+        occupancy = self.receive_occupancy_s(placed) if _queues_matter(s) else None
+        fold = None if trace else self._fold(placed)
         keep, *arrays = self._engine_view(placed, fold)
         run = simulate_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
-                                    self.laws_for(placed), None if service is None else service[keep], trace)
+                                    self.laws_for(placed), None if service is None else service[keep], trace,
+                                    None if occupancy is None else occupancy[keep],
+                                    s.recv_prev if fold is None else fold.recv_prev)
         return run if fold is None else DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
 
-    def _fold(self, placed: PlacedSchedule, receivers: bool) -> Fold | None:
-        """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry
-        (``receivers``: reductions queue at receivers)."""
+    def _fold(self, placed: PlacedSchedule) -> Fold | None:
+        """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry (receptions
+        queue at their receivers: the folded ranks must receive what the ranks they stand for do)."""
         if not self.fold:
             return None
         s = placed.schedule
         return rank_shift_fold(s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr,
                                s.after_idx, s.nprocs, node_period(placed.mapping.node_of_rank), same=(s.combine,),
-                               receivers=receivers, min_transmissions=self.fold_from)
+                               receivers=True, min_transmissions=self.fold_from, recv_prev=s.recv_prev)
 
     @staticmethod
     def _engine_view(placed: PlacedSchedule, fold: Fold | None) -> tuple:
@@ -152,6 +198,11 @@ class TauLop(Model):
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         if placed.schedule.has_dependencies:
             return self._dependency_run(placed).done_s
+        return self.phased_receptions(placed, self._phased_ends(placed))
+
+    def _phased_ends(self, placed: PlacedSchedule) -> np.ndarray:
+        """When each transmission of a phased schedule has moved its bytes (A1-A3), before its receiver's
+        queue."""
         laws = self.laws_for(placed)
         if not self.fast:
             end = np.zeros(placed.schedule.ntransmissions)
@@ -182,16 +233,17 @@ class TauLop(Model):
             service_of = None
             if self.reduction is not None and s.combine.any():
                 service_of = lambda f: self.reduction_service_s(s.scaled(f))  # noqa: E731
-            fold = self._fold(placed, receivers=service_of is not None)
+            fold = self._fold(placed)
             keep, *arrays = self._engine_view(placed, fold)
             kept_service = None if service_of is None else (lambda f: service_of(f)[keep])  # noqa: E731
             return sweep_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
                                       self.laws_for(placed), factors, kept_service,
                                       phase=s.phase[keep] if self.shortcuts else None,
-                                      shift=node_period(placed.mapping.node_of_rank) if self.fold else None)
-        if not self.fast or (self.reduction is not None and s.combine.any()):
-            return np.array([self.total_time_s(PlacedSchedule(s.scaled(f), placed.platform, placed.mapping,
-                                                              placed.channel, placed.domain)) for f in factors])
+                                      shift=node_period(placed.mapping.node_of_rank) if self.fold else None,
+                                      hold_law=self._hold_law(placed.platform) if _queues_matter(s) else None,
+                                      recv_prev=s.recv_prev if fold is None else fold.recv_prev)
+        if not self.fast or (self.reduction is not None and s.combine.any()) or _queues(s):
+            return np.array([self.total_time_s(self._scaled(placed, f)) for f in factors])
         laws = self.laws_for(placed)
         split = self._split(placed)
         jobs, easy = split.jobs, split.easy
@@ -204,6 +256,12 @@ class TauLop(Model):
                 ends = simulate_phase(scaled, laws, fast=False).job_end_s
                 phase_time[k, phase] = max(phase_time[k, phase], float(ends.max(initial=0.0)))
         return phase_time @ s.repeat
+
+    @staticmethod
+    def _scaled(placed: PlacedSchedule, factor: float) -> PlacedSchedule:
+        """The placed schedule with every size times ``factor``."""
+        return PlacedSchedule(placed.schedule.scaled(factor), placed.platform, placed.mapping, placed.channel,
+                              placed.domain)
 
     def floor_scaled(self, placed: PlacedSchedule, factors: np.ndarray) -> np.ndarray:
         """A lower bound of :meth:`price_scaled` for a dependency schedule, at each factor, from one pass

@@ -26,11 +26,14 @@ after its first M blocks, run by the engine with its pieces traced.
 2. R_k, the first release of block k or later, with R_k < t*. The engine's
    state at R_k: the remaining bytes of the transmissions in flight, each
    domain's running piece, which waits of pending transmissions have
-   completed, the receivers' reduction queues. It follows from the
-   transmissions X_k of blocks < k that complete after T_k (T_k: the
-   earliest start of one in flight at R_k) and the pieces that start in
-   [T_k, R_k): every transmission in flight at R_k started at or after
-   T_k, so its bytes moved are the pieces since its start.
+   completed, the receivers' queues. It follows from the transmissions X_k
+   of blocks < k that complete after T_k - u (T_k: the earliest start of
+   one in flight at R_k; u: the largest hold of a message on its receiver)
+   and the pieces that start in [T_k, R_k): every transmission in flight
+   at R_k started at or after T_k, so its bytes moved are the pieces since
+   its start; a reception taken later arrives after T_k, and a receiver's
+   earlier reception delays it only if it was done after its arrival minus
+   its hold, so after T_k - u.
 3. If X_k is X_{k-1} shifted by one block (all in blocks >= 1) with start,
    end and completion times, cut at R, shifted by c = R_k - R_{k-1}, and
    the pieces of the two windows agree in domain and concurrency, with
@@ -159,9 +162,12 @@ def _first_cut_release(blocks: Blocks, m: int, src, dst, after_ptr, after_idx, e
 
 def extrapolated_total(blocks: Blocks, m: int, src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray,
                        after_idx: np.ndarray, end: np.ndarray, done: np.ndarray,
-                       pieces: dict[str, np.ndarray]) -> float | None:
-    """The last completion of the whole schedule from a traced run (``end``, ``done``, ``pieces``) of its
-    first ``m`` blocks, or None when no block k < m passes the checks of the module docstring."""
+                       pieces: dict[str, np.ndarray], hold_s: float = 0.0,
+                       port: np.ndarray | None = None) -> float | None:
+    """The last completion of the whole schedule from a traced run (``end``, ``done``, ``pieces``; ``port``:
+    when each receiver's port let the transmission in, None: at its end) of its first ``m`` blocks, or None
+    when no block k < m passes the checks of the module docstring; ``hold_s``: the largest hold of a message
+    on its receiver (u)."""
     first, size = blocks.first, blocks.size
     stop = first + m * size
     start = release_times(src[:stop], dst[:stop], after_ptr[:stop + 1], after_idx, end, done)
@@ -170,36 +176,39 @@ def extrapolated_total(blocks: Blocks, m: int, src: np.ndarray, dst: np.ndarray,
     r = np.minimum.accumulate(block_min[::-1])[::-1]  # R_j: first release of block j or later
     blk = np.full(stop, -1, np.int64)
     blk[first:] = np.arange(stop - first) // size
-    rows = np.stack([start, end, done])[:, first:stop].reshape(3, m, size)
+    port = end if port is None else port
+    rows = np.stack([start, end, done, port])[:, first:stop].reshape(4, m, size)
     shift = rows[:, 1:] - rows[:, :-1]
     steady = np.all(np.abs(shift - shift[0, :, :1][None]).max(axis=2) <= TIME_RTOL * r[1:][None], axis=0)
     for k in range(3, m):
         if not (steady[k - 2] and r[k] < t_cut and r[k] > r[k - 1]):  # steady[k - 2]: block k - 1 vs k - 2
             continue
         c = float(r[k] - r[k - 1])
-        if _same_state(k, c, r, blk, start, end, done, pieces, size):
+        if _same_state(k, c, r, blk, (start, end, done, port), pieces, size, hold_s):
             return float(done.max()) + (blocks.count - m) * c
     return None
 
 
-def _window(k: int, r: np.ndarray, blk, start, end, done) -> tuple[float, np.ndarray]:
+def _window(k: int, r: np.ndarray, blk, start, end, done, hold_s: float = 0.0) -> tuple[float, np.ndarray]:
     """T_k and X_k (module docstring)."""
     rk = r[k]
     flying = (start < rk) & (end > rk)
     t_k = min(float(rk), float(start[flying].min())) if flying.any() else float(rk)
-    return t_k, np.flatnonzero((blk < k) & (done > t_k))
+    return t_k, np.flatnonzero((blk < k) & (done > t_k - hold_s))
 
 
-def _same_state(k, c, r, blk, start, end, done, pieces, size) -> bool:
-    """The engine's state at R_k is its state at R_{k-1} shifted by c and one block (module docstring)."""
+def _same_state(k, c, r, blk, times, pieces, size, hold_s=0.0) -> bool:
+    """The engine's state at R_k is its state at R_{k-1} shifted by c and one block (module docstring);
+    ``times``: (start, end, done, port) of every transmission."""
     tol = TIME_RTOL * float(r[k])
-    t_k, x_k = _window(k, r, blk, start, end, done)
-    t_j, x_j = _window(k - 1, r, blk, start, end, done)
+    start, end, done, _ = times
+    t_k, x_k = _window(k, r, blk, start, end, done, hold_s)
+    t_j, x_j = _window(k - 1, r, blk, start, end, done, hold_s)
     if abs(t_k - c - t_j) > tol or len(x_k) != len(x_j) or (len(x_k) and blk[x_k].min() < 1):
         return False
     if not np.array_equal(x_k - size, x_j):
         return False
-    for a in (start, end, done):
+    for a in times:
         if np.abs(np.minimum(a[x_k], r[k]) - c - np.minimum(a[x_j], r[k - 1])).max(initial=0.0) > tol:
             return False
     return _same_pieces(pieces, t_k, float(r[k]), t_j, float(r[k - 1]), c, tol)
