@@ -67,6 +67,10 @@ F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linea
 MODEL_PARAMS = {"hockney": ("alpha_s", "beta_s_per_byte"), "loggph": ("L_s", "o_s", "g_s", "G_s_per_byte"),
                 "taulop": ("o_s", "L_s", "G_s_per_byte")}
 STARTS = {"hockney": (1e-6, 1e-10), "loggph": (1e-6, 5e-7, 5e-7, 1e-10), "taulop": (5e-7, 1e-6, 1e-10)}
+# parameters of no channel, fitted beside the channels' where the rows need them: the time per byte a rank
+# takes to reduce a received vector into its own (reduce, allreduce, reduce_scatter), gamma(m) = g m
+EXTRA_STARTS = {"reduction_s_per_byte": 1e-10}
+REDUCING = ("reduce", "allreduce", "reduce_scatter")
 WEAK_LOSS = 0.01  # a parameter is poorly identified when doubling and halving it move the loss by less
 
 
@@ -80,6 +84,7 @@ class Point:
     nbytes: int
     time_s: float
     nodes: int = 1  # the nodes its ranks span
+    statistic: str = "max"  # what time_s summarizes over ranks (Measurement.rank_statistic): the model predicts it
 
 
 @dataclass
@@ -101,6 +106,7 @@ class CollectiveFit:
     corrections: dict[str, dict[str, "Correction"]] = field(default_factory=dict)
     units: str = "channel"  # what params are keyed by: channel, or table (tau-Lop)
     tau_max: int = 0  # tau-Lop: the concurrencies its tables cover (taulop_tau_max)
+    extra: dict[str, float] = field(default_factory=dict)  # the EXTRA_STARTS parameters fitted (reduction rate)
 
     def summary(self) -> dict[str, float]:
         """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""
@@ -115,9 +121,12 @@ def _figures(ratio: np.ndarray) -> dict[str, float]:
 
 
 def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
-              price: Callable[[np.ndarray], np.ndarray], max_steps: int = 12, tol: float = 1e-4) -> CollectiveFit:
+              price: Callable[[np.ndarray], np.ndarray], max_steps: int = 12, tol: float = 1e-4,
+              start: np.ndarray | None = None, extra: Sequence[str] = ()) -> CollectiveFit:
     """Fit ``model``'s parameters per channel (module docstring). ``price(theta)`` gives every point's model
-    time for ``theta``: the :data:`MODEL_PARAMS` of each channel in turn, in ``channels`` order."""
+    time for ``theta``: the :data:`MODEL_PARAMS` of each channel in turn, in ``channels`` order, then the
+    ``extra`` parameters (:data:`EXTRA_STARTS`: the reduction rate). ``start``: where the steps begin (a fit
+    of similar rows: the folds of a cross-validation), else :data:`STARTS` scaled to the rows."""
     if not points:
         raise InputError("no collective rows to fit; expected measured times of forced algorithms "
                          "(e.g. commcost import coltune)")
@@ -125,8 +134,11 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
         raise InputError("expected measured times > 0 in every row")
     per = len(MODEL_PARAMS[model])
-    k = per * len(channels)
-    theta = np.array([STARTS[model][j % per] for j in range(k)], dtype=np.float64)
+    k = per * len(channels) + len(extra)
+    theta = np.array([STARTS[model][j % per] for j in range(per * len(channels))]
+                     + [EXTRA_STARTS[name] for name in extra], dtype=np.float64)
+    if start is not None and len(start) == k and np.all(np.isfinite(start)) and np.any(np.asarray(start) > 0):
+        theta = np.asarray(start, dtype=np.float64).copy()
     base = price(theta)
     theta *= np.exp(np.median(np.log(y / np.maximum(base, 1e-300))))  # homogeneous: one common scale first
     floor = 1e-3 * theta  # the smallest step and scale a parameter gets (it may reach its bound 0)
@@ -195,9 +207,12 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         pricings += 2
         if max(abs(m - here) for m in moved) < WEAK_LOSS * here:  # (a perfect fit, loss 0, moves any way)
             flat.append(j)
-    names = [f"{MODEL_PARAMS[model][j % per]} of {channels[j // per]}" for j in range(k)]
+    names = [f"{MODEL_PARAMS[model][j % per]} of {channels[j // per]}" for j in range(per * len(channels))] + list(
+        extra)
     params = {c: {name: float(theta[per * i + q]) for q, name in enumerate(MODEL_PARAMS[model])}
               for i, c in enumerate(channels) if used[per * i:per * (i + 1)].any()}
+    fitted_extra = {name: float(theta[per * len(channels) + q]) for q, name in enumerate(extra)
+                    if used[per * len(channels) + q]}
     per_algorithm: dict[str, dict[str, float]] = {}
     keys = [f"{p.collective}.{p.algorithm}" for p in points]
     for key in sorted(set(keys)):
@@ -206,7 +221,7 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
     together = confounded(G, modelled, used, names)
     return CollectiveFit(model, params, theta, [n for n, u in zip(names, used) if not u], ratio, points, steps,
-                         pricings, per_algorithm, weak=weak, confounded=together)
+                         pricings, per_algorithm, weak=weak, confounded=together, extra=fitted_extra)
 
 
 CONFOUNDED = 0.02  # a direction of the relative Jacobian this much weaker than the strongest is not identified
@@ -254,17 +269,18 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
         if row.nbytes <= 0 or (max_procs is not None and row.nprocs > max_procs):
             continue
         if not row.collective and row.benchmark in ONE_MESSAGE and row.channel in names and row.nprocs == 2:
-            key = ("p2p", row.channel, 2, 0, row.nbytes, 0)
+            key = ("p2p", row.channel, 2, 0, row.nbytes, 0, "max")  # one message: its time, whoever times it
         elif row.collective and row.algorithm and row.algorithm != "default":
             if collectives is not None and row.collective not in collectives:
                 continue
-            key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0)
+            key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0,
+                   row.rank_statistic)
         else:
             continue
         groups.setdefault(key, []).append(row.fit_time_s)
     one = find(Collective.BCAST, "ompi.basic_linear")  # on 2 ranks: one message 0 -> 1
     points, placed, used = [], [], set()
-    for (coll, alg, nprocs, ppn, nbytes, segsize), times in sorted(groups.items()):
+    for (coll, alg, nprocs, ppn, nbytes, segsize, statistic), times in sorted(groups.items()):
         if coll == "p2p":
             schedule = build(one, Case(Collective.BCAST, 2, nbytes)).schedule
             where = next((w for w in (PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 2, k))
@@ -281,7 +297,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             label = algorithm.name
         used.update(platform.channels[c].name for c in np.unique(where.channel))
         nodes = len(np.unique(where.mapping.node_of_rank[:nprocs])) if coll != "p2p" else 1
-        points.append(Point(coll, label, nprocs, nbytes, float(np.median(times)), nodes))
+        points.append(Point(coll, label, nprocs, nbytes, float(np.median(times)), nodes, statistic))
         placed.append(where)
     channels = [c.name for c in platform.channels if c.name in used]
     return points, placed, channels
@@ -317,10 +333,27 @@ def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
     return out
 
 
-def pricer(model: str, placed, channels: Sequence[str]) -> Callable[[np.ndarray], np.ndarray]:
+def reduction_law(rate_s_per_byte: float):
+    """gamma(m) = rate x m as a :class:`~commcost.models.reduction.ReductionLaw` (a two-point table through
+    the origin, continued along its slope): what a fitted reduction rate prices."""
+    from commcost.models.reduction import ReductionLaw
+
+    return ReductionLaw("fitted", np.array([0.0, 1.0]), np.array([0.0, float(rate_s_per_byte)]), beyond_m="slope")
+
+
+def extra_parameters(points: Sequence[Point]) -> tuple[str, ...]:
+    """The :data:`EXTRA_STARTS` parameters the rows need: the reduction rate where some reduce."""
+    return ("reduction_s_per_byte",) if any(p.collective in REDUCING for p in points) else ()
+
+
+def pricer(model: str, placed, channels: Sequence[str],
+           statistics: Sequence[str] | None = None, extra: Sequence[str] = ()) -> Callable[[np.ndarray], np.ndarray]:
     """``price(theta)``: every placed schedule's time under ``model`` (hockney, loggph or taulop) with the
     :data:`MODEL_PARAMS` of each of ``channels`` (tau-Lop: tables, :func:`fitted_units`) in order taken
-    from ``theta``."""
+    from ``theta``: the statistic over ranks each point's benchmark reported (``statistics``, one per
+    schedule, :meth:`Model.statistic_s`; None: the last rank's, the schedule's total). A mean or a minimum
+    over ranks of piecewise-linear ends is piecewise linear in theta too: the fit's steps stay exact.
+    ``extra``: the trailing parameters of theta beyond the channels' (:func:`extra_parameters`)."""
     from commcost.models import MODELS
 
     names = MODEL_PARAMS[model]
@@ -330,12 +363,16 @@ def pricer(model: str, placed, channels: Sequence[str]) -> Callable[[np.ndarray]
     def price(theta: np.ndarray) -> np.ndarray:
         per = len(names)
         if model == "taulop":
-            data: dict = {"beyond_m": "slope", **taulop_tables(theta, channels, tau_max)}
+            data: dict = {"beyond_m": "slope", **taulop_tables(theta[:per * len(channels)], channels, tau_max)}
         else:
             data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(names)}
                     for i, c in enumerate(channels)}
         priced = MODELS[model](params_class.from_dict(data))
-        return np.array([priced.total_time_s(p) for p in placed])
+        if "reduction_s_per_byte" in extra:
+            priced.with_reduction(reduction_law(theta[per * len(channels) + list(extra).index("reduction_s_per_byte")]))
+        if statistics is None:
+            return np.array([priced.total_time_s(p) for p in placed])
+        return np.array([priced.statistic_s(p, stat) for p, stat in zip(placed, statistics)])
     return price
 
 

@@ -93,6 +93,17 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
     return table, defaults
 
 
+def rows_statistic(path: Path, collective) -> str:
+    """What the collective's rows of a measurements CSV summarize over ranks (:attr:`Measurement.rank_statistic`;
+    the most frequent where they differ)."""
+    from collections import Counter
+
+    from commcost.io.measurements import read_measurements
+
+    found = Counter(row.rank_statistic for row in read_measurements(path) if row.collective == collective.value)
+    return found.most_common(1)[0][0] if found else "max"
+
+
 def trained_params(args: argparse.Namespace):
     """The parameter set: loaded from a .toml, or fitted from a measurements CSV with ``--model``."""
     from commcost.io.params_file import load_params, write_params
@@ -125,7 +136,7 @@ def trained_params(args: argparse.Namespace):
 
 def _fit_from_collectives(args: argparse.Namespace):
     """Parameters fitted to the training rows' forced collective algorithms (every collective they hold)."""
-    from commcost.cli.fit_command import collective_fit_sections, fit_collective_rows
+    from commcost.cli.fit_command import fit_collective_rows
     from commcost.io.measurements import read_measurements
     from commcost.io.params_file import load_params, write_params
     from commcost.io.platform_file import load_platform
@@ -135,11 +146,74 @@ def _fit_from_collectives(args: argparse.Namespace):
         fit = fit_collective_rows(read_measurements(args.train), platform, args.model, None, args.train_max_procs)
     except InputError as exc:
         raise exc.located(source=str(args.train)) from None
-    args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified}
+    args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm}
+    return _params_of(fit, args.train)
+
+
+def _params_of(fit, train: Path):
+    """A collective fit as a parameter set (through the file the fit would write)."""
+    from commcost.cli.fit_command import collective_fit_sections
+    from commcost.io.params_file import load_params, write_params
+
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trained.toml"
-        write_params(path, collective_fit_sections(fit), {"fitted_from": str(args.train)})
+        write_params(path, collective_fit_sections(fit), {"fitted_from": str(train)})
         return load_params(path)
+
+
+def cross_validated(args: argparse.Namespace, collective, platform, mapping_of, choices, statistic: str):
+    """:func:`strategy_for` on ``evaluate-selection``'s training rows; (None, None) where the training is a
+    parameter file (nothing to refit)."""
+    if args.train.suffix.lower() == ".toml" or not args.from_collectives:
+        return None, None
+    return strategy_for(args.train, collective, args.library, args.model, platform, mapping_of, args.root,
+                        statistic, args.train_max_procs, choices)
+
+
+def strategy_for(measurements: Path, collective, library: str, model: str, platform, mapping_of, root: int,
+                 statistic: str, max_procs: int | None = None, choices=None):
+    """The way of choosing forward cross-validation over the P of ``measurements`` (rows of at most
+    ``max_procs`` ranks) keeps for ``collective`` (:mod:`commcost.selection.strategies`: model, anchored,
+    best constant or the library's default), the model refitted to the collective's own rows below each
+    held-out P; returns it and its pick function at any (P, n) (None: no rule), or (None, None) without two
+    measured process counts."""
+    from commcost.cli.fit_command import fit_collective_rows
+    from commcost.io.measurements import read_measurements
+    from commcost.selection.select import schedule_pricer
+    from commcost.selection.strategies import choose_strategy, strategy_picks
+
+    rows = read_measurements(measurements)
+    train, train_defaults = measured_table(measurements, collective, library, high=max_procs)
+    if choices is None:
+        choices = sorted({c for times in train.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
+    if len({p for p, _ in train}) < 2:
+        return None, None
+
+    whole: list = []  # the fit of every training row: where each fold's fit begins
+
+    def times_below(nprocs: int | None):
+        try:
+            fit = fit_collective_rows(rows, platform, model, [collective.value],
+                                      max_procs if nprocs is None else nprocs - 1,
+                                      start=whole[0].theta if whole else None)
+            price = schedule_pricer(model_from(_params_of(fit, measurements), model), platform, mapping_of, root,
+                                    statistic)
+        except InputError:
+            return None
+        if nprocs is None:
+            whole.append(fit)
+        return lambda choice, nprocs, sizes: price(choice, nprocs, sizes, None)
+
+    final = times_below(None)
+    choice = choose_strategy(train, train_defaults, choices, times_below)
+    return choice, strategy_picks(final, choices, train).get(choice.chosen)
+
+
+def strategy_line(strategy) -> str:
+    """One line: each way of choosing's mean penalty in cross-validation, and the one kept."""
+    figures = ", ".join(f"{name} {pen:.1f}%" for name, pen in sorted(strategy.penalties.items()))
+    return (f"forward cross-validation over P (held out {', '.join(map(str, strategy.folds))}; mean penalty of "
+            f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}")
 
 
 def _page(args: argparse.Namespace, collective, label: str, result, scores, names, totals, nchoices: int):
@@ -200,7 +274,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     procs = sorted({p for p, _ in measured})
     sizes = sorted({n for _, n in measured})
     choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
-    price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root)
+    statistic = rows_statistic(args.test, collective)  # predict what the test rows hold (OSU: mean over ranks)
+    price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root, statistic)
     if args.algorithm_fit:
         from commcost.cli.select_command import with_algorithm_fits
 
@@ -236,6 +311,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         if trained_best is not None:
             strategies[f"best single on train ({trained_best.label})"] = lambda nprocs, nbytes: trained_best
     timed = {"Open MPI default (measured)": measured_default} if measured_default else {}
+    mapping_of = lambda n: load_mapping(args, platform, spec, n)  # noqa: E731
+    strategy, strategy_pick = cross_validated(args, collective, platform, mapping_of, choices, statistic)
+    if strategy is not None and strategy_pick is not None and measured_default:
+        cv_label = f"commcost, cross-validated ({strategy.chosen})"
+        timed[cv_label] = {pt: (measured_default.get(pt, float("nan")) if (pick := strategy_pick(*pt)) is None
+                                else times.get(pick, float("nan"))) for pt, times in measured.items()}
     scores = penalties(measured, strategies, timed)
     names = [*strategies, *timed, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}
@@ -245,7 +326,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(json.dumps({
             "collective": collective.value, "model": args.model, "train": str(args.train), "test": str(args.test),
             "train_max_procs": args.train_max_procs, "test_min_procs": args.test_min_procs,
-            "fit": getattr(args, "fit_summary", None), "summary": totals,
+            "statistic": statistic, "fit": getattr(args, "fit_summary", None), "summary": totals,
+            "strategy": None if strategy is None else strategy.to_dict(),
             "points": [{"nprocs": s.nprocs, "nbytes": s.nbytes, "best": s.best.label, "best_time_s": s.best_time_s,
                         "picks": {k: {"choice": _label(c), "time_s": t, "penalty_pct": pen}
                                   for k, (c, t, pen) in s.picks.items()}} for s in scores]}, indent=2))
@@ -264,4 +346,13 @@ def _evaluate(args: argparse.Namespace) -> int:
               f"{format_seconds(s.best_time_s, args.unit):>11}" + " ".join(cells))
     print()
     print(render_penalties(totals, "penalty against the measured best (paper 004 Table 3):"))
+    if strategy is not None:
+        print("\n" + strategy_line(strategy))
+    fitted = (getattr(args, "fit_summary", None) or {}).get("per_algorithm", {})
+    mine = {k: v for k, v in fitted.items() if k.split(".")[0] == collective.value}
+    if mine:
+        print(f"\nin-sample fit of the {collective.value} algorithms (the {statistic} over ranks the rows hold): "
+              "measured / model, median |error|")
+        for name, row in sorted(mine.items()):
+            print(f"  {name:<40} {row['mu']:>7.3f} {row['median_abs_pct']:>7.0f}%  ({int(row['points'])} points)")
     return 0

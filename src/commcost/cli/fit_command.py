@@ -201,14 +201,14 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
     return 0
 
 
-def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None):
+def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None, start=None):
     """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows, with
-    the per-algorithm corrections cross-validation keeps."""
+    the per-algorithm corrections cross-validation keeps (``start``: a fit's theta to begin from)."""
     import numpy as np
 
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, choose_corrections, collective_points,
-                                                           corrections, fit_model, fitted_units, pricer,
-                                                           taulop_tau_max)
+                                                           corrections, extra_parameters, fit_model, fitted_units,
+                                                           pricer, taulop_tau_max)
 
     if model not in MODEL_PARAMS:
         raise InputError(f"fitting {model} to collective times is not built yet; expected --model "
@@ -218,7 +218,9 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
         raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
                          "own pick, cannot be priced)" + (f" with at most {max_procs} ranks" if max_procs else ""))
     units = fitted_units(model, platform, channels)
-    fit = fit_model(model, points, units, pricer(model, placed, units))
+    extra = extra_parameters(points)
+    fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra),
+                    start=start, extra=extra)
     fit.units = "table" if model == "taulop" else "channel"
     fit.tau_max = taulop_tau_max(placed) if model == "taulop" else 0
     fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"
@@ -241,14 +243,18 @@ def collective_fit_sections(fit) -> dict:
 
     fits = {collective: {name: {"a_s": c.a_s, "b": c.b, "model": fit.model} for name, c in per.items()}
             for collective, per in fit.corrections.items()}
+    reduction = {}
+    if "reduction_s_per_byte" in fit.extra:  # the fitted rate as a table every command reads ([reduction.<op>])
+        reduction = {"reduction": {"fitted": {"m": [0.0, 1.0], "time_s": [0.0, fit.extra["reduction_s_per_byte"]],
+                                              "beyond_m": "slope"}}}
     if fit.model == "taulop":
         top = max(p.nbytes for p in fit.points)
         sizes = [float(2 ** k) for k in range(max(1, int(np.ceil(np.log2(max(top, 2))))) + 1)]
         names = list(fit.params)
         theta = np.array([fit.params[n][q] for n in names for q in ("o_s", "L_s", "G_s_per_byte")])
         return {"taulop": {"beyond_m": "slope", **taulop_tables(theta, names, fit.tau_max, sizes)},
-                "algorithm_fit": fits}
-    return {fit.model: fit.params, "algorithm_fit": fits}
+                "algorithm_fit": fits, **reduction}
+    return {fit.model: fit.params, "algorithm_fit": fits, **reduction}
 
 
 def _check_mode_options(args: argparse.Namespace) -> None:
@@ -301,7 +307,8 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
                         "per_algorithm": fit.per_algorithm}}
     write_params(args.out, collective_fit_sections(fit), meta)
     if args.format == OutputFormat.JSON.value:
-        print(json.dumps({"out": str(args.out), "params": fit.params, "unidentified": fit.unidentified,
+        print(json.dumps({"out": str(args.out), "params": fit.params, "fitted": fit.extra,
+                          "unidentified": fit.unidentified,
                           "poorly_identified": fit.weak, "confounded": fit.confounded,
                           "summary": total, "per_algorithm": fit.per_algorithm, "seconds": spent,
                           "corrections": {c: {"form": v.form, "held_out_procs": list(v.held_out),
@@ -316,6 +323,10 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
         print(f"  {channel:<6} " + "   ".join(
             f"{name} {value * 1e9:.5f} ns/B" if name.endswith("per_byte") else f"{name} {value * 1e6:.4f} us"
             for name, value in values.items()))
+    if "reduction_s_per_byte" in fit.extra:
+        rate = fit.extra["reduction_s_per_byte"]
+        print(f"  reductions: {rate * 1e9:.5f} ns/B ({1e-9 / rate if rate > 0 else float('inf'):.2f} GB/s), "
+              "written as [reduction.fitted]")
     for what in fit.unidentified:
         print(f"  not identified by these rows: {what} (no training schedule uses it; not written)")
     for what in fit.weak:

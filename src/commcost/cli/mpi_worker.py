@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     from commcost.calibration import mpi_benchmarks as bench
     from commcost.calibration.plan import call_points, run_points
-    from commcost.io.measurements import Measurement, MeasurementStore, now_timestamp
+    from commcost.io.measurements import Measurement, MeasurementStore, now_timestamp, rank_statistic_of
 
     comm = bench.world()
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                 time_s_mean=stats["mean"], reps=stats.get("reps"), time_s_median=stats.get("median"),
                 time_s_min=stats.get("min"), time_s_max=stats.get("max"), time_s_std=stats.get("std"),
                 ci95_rel=stats.get("ci95_rel"), converged=stats.get("converged"), mpi=mpi, host=host,
-                timestamp=now_timestamp() if stats.get("reps") else "", source="commcost calibrate")
+                timestamp=now_timestamp() if stats.get("reps") else "", source="commcost calibrate",
+                statistic=rank_statistic_of(point.benchmark))
 
         store = None
         todo = None

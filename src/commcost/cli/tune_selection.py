@@ -45,7 +45,13 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
         deployed_s = default_s if han_config is None or not han_config.changed else ompi_default_times(
             opts, collective, procs, sizes, price, result, han_config.apply)[1]
         selection, kept = keep_default(result, deployed_s, args.min_gain, source)
-    chosen = picks_or_default(result, kept)
+    strategy_text = ""
+    strategy, pick = (getattr(args, "strategies", None) or {}).get(collective.value, (None, None)) \
+        if library == "ompi" else (None, None)
+    if strategy is not None:
+        selection, kept, strategy_text = _as_cross_validated(result, selection, kept, strategy, pick, source)
+    chosen = picks_or_default(result, kept) if strategy is None or strategy.chosen != "constant" else \
+        [[pick(p, n) for n in sizes] for p in procs]
     title = f"{collective.value} ({library}): best algorithm by {model}"
     margin, runner_up = margins(result.time_s, [c.algorithm.key for c in result.choices])
     region = regions(procs, sizes, calibration["procs"], calibration["sizes"],
@@ -54,7 +60,7 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     png = plot_map(args.out / f"{collective.value}-{library}-map.png", procs, sizes, chosen, title,
                    size_title=collective.size_meaning, default=default or None, default_title=default_title,
                    regions=region)
-    text = render_rules(selection, title)
+    text = render_rules(selection, title) + strategy_text
     counts = region_counts(region)
     changed = ~kept
     finite = margin[changed & np.isfinite(margin)]
@@ -86,6 +92,7 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     info = {"kept_default": int(kept.sum()), "points": kept.size, "regions": counts,
             "margin_median": float(np.median(finite)) if finite.size else None,
             "margin_under_5pct": int((finite < 0.05).sum()), "grid": points,
+            "strategy": None if strategy is None else strategy.to_dict(),
             "han_config": None if han_config is None else {
                 "values": han_config.values, "defaults": han_config.defaults, "changed": han_config.changed,
                 "geomean_s": finite_or_none(han_config.geomean_s),
@@ -95,6 +102,31 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
             "default_title": default_title, "regions": region, "penalties": penalty, "map_png": png,
             "penalty_caption": f"{default_title} against the rules' picks, both priced by {model}"}
     return selection, text, info, view, han_config
+
+
+def _as_cross_validated(result, selection, kept, strategy, pick, source: str):
+    """The selection as the cross-validated way of choosing says (:mod:`commcost.selection.strategies`): no
+    rule at all where the library's default won, the best constant algorithm everywhere where it did, the
+    model's picks otherwise; returns (selection, the [p, m] mask of points with no rule, a line for the
+    report)."""
+    from commcost.cli.evaluate_command import strategy_line
+    from commcost.selection.decision import compress
+    from commcost.selection.select import picks_or_default
+
+    procs, sizes = list(result.procs), list(result.sizes)
+    coll, library = result.selection.collective, result.selection.library
+    line = "\n  " + strategy_line(strategy)
+    if strategy.chosen == "default":
+        kept = np.ones((len(procs), len(sizes)), bool)
+        return (compress(coll, library, procs, sizes, picks_or_default(result, kept), source), kept,
+                line + ": no rule written (nothing beat Open MPI's default in cross-validation)")
+    if strategy.chosen == "constant":
+        constant = pick(procs[0], sizes[0])
+        return (compress(coll, library, procs, sizes, [[constant for _ in sizes] for _ in procs], source),
+                np.zeros((len(procs), len(sizes)), bool), line + f": {constant.label} everywhere")
+    if strategy.chosen == "anchored":
+        line += " (the rules are the model's: anchoring needs measured times at the rules' own sizes)"
+    return selection, kept, line
 
 
 def han_decision_values(args) -> dict[str, list[int]]:

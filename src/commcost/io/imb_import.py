@@ -71,6 +71,8 @@ def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict:
         out["reps"] = int(cell["reps"])
     if "t" in cell or "t_avg" in cell:
         out["time_s_mean"] = cell["t" if "t" in cell else "t_avg"] / 1e6
+        if "t_avg" in cell:  # the mean over ranks of each rank's time (t_min and t_max its extremes)
+            out["statistic"] = "mean"
     else:
         if cell["msgs"] <= 0:
             raise InputError("Msg/sec: a rate of 0 gives no time per message", source=source, where=f"line {line}")

@@ -38,14 +38,17 @@ COLUMNS = (
     "benchmark", "collective", "algorithm", "nprocs", "nnodes", "ppn", "channel", "nbytes",
     "segsize", "tau", "run", "reps", "time_s_mean", "time_s_median", "time_s_min",
     "time_s_max", "time_s_std", "ci95_rel", "converged", "mpi", "host", "timestamp", "source",
+    "statistic",
 )
+# what the times summarize over ranks (the benchmark's report): empty when unknown (files before this column)
+RANK_STATISTICS = ("", "max", "mean", "min", "rank0")
 KEY_COLUMNS = (
     "benchmark", "collective", "algorithm", "nprocs", "nnodes", "ppn", "channel", "nbytes",
     "segsize", "tau", "run", "mpi",
 )
 REQUIRED = ("benchmark", "nprocs", "nbytes", "time_s_mean")
 
-_STRINGS = ("benchmark", "collective", "algorithm", "channel", "mpi", "host", "timestamp", "source")
+_STRINGS = ("benchmark", "collective", "algorithm", "channel", "mpi", "host", "timestamp", "source", "statistic")
 # integer columns and their minimum; those not in REQUIRED may be empty (None)
 _MAX_COUNT = 2**62  # ranks, nodes, runs, repetitions: past this a cell is a typo (and no longer fits int64)
 _INTEGERS = {"nprocs": 1, "nnodes": 1, "ppn": 1, "nbytes": 0, "segsize": 0, "tau": 1, "run": 0, "reps": 0}
@@ -96,6 +99,7 @@ class Measurement:
     host: str = ""
     timestamp: str = ""
     source: str = ""
+    statistic: str = ""  # over ranks: max (the last rank), mean (OSU's Avg), min, rank0; empty: unknown
 
     def __post_init__(self) -> None:
         check_measurement(self)
@@ -107,16 +111,33 @@ class Measurement:
         return self.time_s_median or self.time_s_mean
 
     @property
+    def rank_statistic(self) -> str:
+        """What the row's times summarize over ranks: its ``statistic``, else what its benchmark reports
+        (:func:`rank_statistic_of`), else the last rank's (``max``)."""
+        return self.statistic or rank_statistic_of(self.benchmark, self.collective) or "max"
+
+    @property
     def key(self) -> MeasurementKey:
         """The point this row measures."""
         return MeasurementKey(*(getattr(self, name) for name in KEY_COLUMNS))
 
-    def to_row(self) -> list[str]:
-        """The CSV cells, in :data:`COLUMNS` order."""
-        return [_cell(getattr(self, name)) for name in COLUMNS]
+    def to_row(self, columns: Iterable[str] = COLUMNS) -> list[str]:
+        """The CSV cells, in :data:`COLUMNS` order (or ``columns``'s: a file an earlier version wrote)."""
+        return [_cell(getattr(self, name)) for name in columns]
 
 
 assert {f.name for f in fields(Measurement)} == set(COLUMNS)
+
+
+def rank_statistic_of(benchmark: str, collective: str = "") -> str:
+    """What a benchmark's times summarize over ranks, where a row does not say: OSU's and IMB's collective
+    tests the mean over ranks of each rank's own time (Avg Latency, t_avg); commcost's ``collective``
+    benchmark the last rank (rank 0 between two barriers); empty for the others (one message, or rank 0's
+    own experiment)."""
+    name = benchmark.lower()
+    if collective and (name.startswith("osu_") or name.startswith("imb_")):
+        return "mean"
+    return "max" if name == "collective" else ""
 
 
 def _cell(value) -> str:
@@ -151,6 +172,9 @@ def check_measurement(m: Measurement) -> None:
             raise InputError(f"expected a finite number >= 0, got {value!r}", where=name)
     if m.converged is not None and not isinstance(m.converged, bool):
         raise InputError(f"expected true/false, got {m.converged!r}", where="converged")
+    if m.statistic not in RANK_STATISTICS:
+        raise InputError(f"expected one of {', '.join(repr(v) for v in RANK_STATISTICS[1:])} or empty, got "
+                         f"{m.statistic!r}", where="statistic")
 
 
 # ---------------------------------------------------------------- reading
@@ -306,14 +330,17 @@ class MeasurementStore:
         self.path = Path(path)
         self._rows: list[Measurement] = []
         self._keys: set[MeasurementKey] = set()
+        self._columns: tuple[str, ...] = COLUMNS
         header = _line(COLUMNS)
         if self.path.exists() and self.path.stat().st_size > 0:
             text, end = _complete_text(self.path)
             if text and text.splitlines()[0] != header.rstrip("\n"):
                 first = [c.strip() for c in next(csv.reader([text.splitlines()[0]]))]
                 _check_header(first, str(self.path))
-                raise InputError("the columns are not in the order this version writes; expected "
-                                 f"{header.strip()!r}", source=str(self.path), where="line 1")
+                if tuple(first) != COLUMNS[:len(first)]:
+                    raise InputError("the columns are not in the order this version writes; expected "
+                                     f"{header.strip()!r}", source=str(self.path), where="line 1")
+                self._columns = tuple(first)  # an earlier version's file: rows go on in its columns
             self._rows = _parse(text, str(self.path))
             if end != self.path.stat().st_size:  # a crash cut the last line short
                 with open(self.path, "r+b") as f:
@@ -357,7 +384,7 @@ class MeasurementStore:
         """Write one row, durably; return False (and write nothing) if its key is already stored."""
         if m.key in self._keys:
             return False
-        self._write(_line(m.to_row()))
+        self._write(_line(m.to_row(self._columns)))
         self._rows.append(m)
         self._keys.add(m.key)
         return True

@@ -251,6 +251,8 @@ def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict | 
     else:
         label = "avg" if "avg" in cell else "latency"
         out["time_s_mean"] = cell_number(cell[label], "Latency(us)", source, line) / 1e6
+        if label == "avg":  # each rank times its own call between barriers; OSU prints their mean
+            out["statistic"] = "mean"
     if "min" in cell:
         out["time_s_min"] = cell_number(cell["min"], "Min Latency(us)", source, line) / 1e6
     if "max" in cell:

@@ -219,6 +219,43 @@ class Model(abc.ABC):
             return float(self.end_times(placed).max(initial=0.0))
         return float(self.phase_times_s(placed) @ placed.schedule.repeat)
 
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        """``(sent, done)`` per transmission of a dependency schedule, seconds from its start: when its send
+        completed for its sender (a blocking send returned, a Waitall saw it) and when its receiver was done
+        with it (:meth:`end_times`). A model that does not tell them apart: both its end."""
+        done = self.end_times(placed)
+        return done, done
+
+    def rank_ends_s(self, placed: PlacedSchedule) -> np.ndarray:
+        """When each rank's part of the schedule is over: its last send completed and its last reception
+        done (0 for a rank with neither). A dependency schedule: from its start. A phased one: the sum over
+        phases of the rank's last end in each (the barrier releases it then), repeated phases counted as
+        often as they run."""
+        s = placed.schedule
+        if s.has_dependencies:
+            sent, done = self.completions(placed)
+            return np.maximum(group_max(s.nprocs, s.src, sent), group_max(s.nprocs, s.dst, done))
+        end = self.end_times(placed)
+        runs = s.repeat[s.phase]
+        both = np.concatenate([s.phase, s.phase])
+        return _sum_of_group_max(both, np.concatenate([s.src, s.dst]), np.concatenate([end, end]) * np.r_[runs, runs],
+                                 s.nprocs) if len(end) else np.zeros(s.nprocs)
+
+    def statistic_s(self, placed: PlacedSchedule, statistic: str = "max") -> float:
+        """The figure a benchmark reports for the schedule, from every rank's time (:data:`STATISTICS`): the
+        last rank's (``max``, the schedule's total), the mean over ranks (OSU's Avg Latency, IMB's t_avg:
+        each rank times its own call), the least, or rank 0's."""
+        if statistic in ("max", ""):
+            return self.total_time_s(placed)
+        ends = self.rank_ends_s(placed)
+        if statistic == "mean":
+            return float(ends.mean()) if len(ends) else 0.0
+        if statistic == "min":
+            return float(ends.min()) if len(ends) else 0.0
+        if statistic == "rank0":
+            return float(ends[0]) if len(ends) else 0.0
+        raise ValueError(f"unknown statistic {statistic!r}; expected one of {STATISTICS}")
+
     def price(self, placed: PlacedSchedule, explain: bool = False) -> Cost:
         """The cost of a placed schedule under this model."""
         cost = Cost.from_end_times(self.NAME, placed, self.end_times(placed))
@@ -226,6 +263,8 @@ class Model(abc.ABC):
             cost.explain = self.explain(placed, cost)
         return cost
 
+
+STATISTICS = ("max", "mean", "min", "rank0")  # over ranks: what a benchmark reports (Model.statistic_s)
 
 MODELS: dict[str, type[Model]] = {}
 

@@ -43,7 +43,7 @@ import numpy as np
 from commcost.errors import InputError
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.fields import read_number, read_numbers, read_tables, within
-from commcost.models.loggp import end_times_of, receive_occupancy_of
+from commcost.models.loggp import completions_of, end_times_of, receive_occupancy_of
 from commcost.models.timeline import LogGPArrays
 from commcost.platform import RankKind
 
@@ -333,6 +333,9 @@ class HLogGP(Model):
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         """max(g, (m-1) G) of each transmission's link: its hold on the receiver's port."""
         return receive_occupancy_of(placed, self.params.per_transmission(placed))
+
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        return completions_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

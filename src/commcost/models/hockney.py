@@ -88,13 +88,18 @@ class Hockney(Model):
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         s = placed.schedule
-        busy = self._times(placed)
         if s.has_dependencies:
-            return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                    self.receive_service_s(placed), recv_occupancy_s=busy,
-                                    recv_prev=s.recv_prev)[1]
-        _, sent = serialized(s.phase * s.nprocs + s.src, busy)
+            return self.completions(placed)[1]
+        _, sent = serialized(s.phase * s.nprocs + s.src, self._times(placed))
         return self.phased_receptions(placed, sent)
+
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        """A send completes alpha + beta m after it starts; its receiver is done as :meth:`end_times` says."""
+        s = placed.schedule
+        busy = self._times(placed)
+        start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
+                                       self.receive_service_s(placed), recv_occupancy_s=busy, recv_prev=s.recv_prev)
+        return start + busy, done
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

@@ -58,14 +58,23 @@ def end_times_of(placed: PlacedSchedule, params: LogGPArrays, reduction_s: np.nd
     (:func:`commcost.models.timeline.loggp_receive_occupancy`), and spends
     o_recv (plus ``reduction_s``, gamma(m) of a combine transmission) on it."""
     s = placed.schedule
-    o_send, o_recv, L, g, G = (np.asarray(a, dtype=np.float64) for a in params)
     if s.has_dependencies:
-        inject = o_send + np.maximum(s.nbytes - 1.0, 0.0) * G
-        service = o_recv if reduction_s is None else o_recv + reduction_s
-        return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
-                                inject + L, service, recv_occupancy_s=loggp_receive_occupancy(s.nbytes, g, G),
-                                recv_prev=s.recv_prev)[1]
+        return completions_of(placed, params, reduction_s)[1]
     return loggp_end_times(s.phase, s.src, s.dst, s.nprocs, s.nbytes, params, reduction_s)
+
+
+def completions_of(placed: PlacedSchedule, params: LogGPArrays,
+                   reduction_s: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sent, done)`` of every transmission of a dependency schedule (:meth:`Model.completions`): a send
+    completes o_send + (m-1) G after it starts; its receiver is done as :func:`end_times_of` says."""
+    s = placed.schedule
+    o_send, o_recv, L, g, G = (np.asarray(a, dtype=np.float64) for a in params)
+    inject = o_send + np.maximum(s.nbytes - 1.0, 0.0) * G
+    service = o_recv if reduction_s is None else o_recv + reduction_s
+    start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
+                                   inject + L, service, recv_occupancy_s=loggp_receive_occupancy(s.nbytes, g, G),
+                                   recv_prev=s.recv_prev)
+    return start + inject, done
 
 
 def receive_occupancy_of(placed: PlacedSchedule, params: LogGPArrays) -> np.ndarray:
@@ -138,6 +147,10 @@ class LogGP(Model):
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         return receive_occupancy_of(placed, self.params.per_transmission(placed.schedule.ntransmissions))
 
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        return completions_of(placed, self.params.per_transmission(placed.schedule.ntransmissions),
+                              self.reduction_service_s(placed.schedule))
+
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW, "params": self.params.to_dict()}
 
@@ -155,6 +168,9 @@ class LogGPH(Model):
 
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         return receive_occupancy_of(placed, self.params.per_transmission(placed))
+
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        return completions_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW + " (parameters per channel)", "params": self.params.to_dict()}

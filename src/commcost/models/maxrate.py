@@ -289,12 +289,19 @@ class MaxRate(Model):
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         s = placed.schedule
         if s.has_dependencies:
-            busy = self.message_times(placed)
-            return dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                    self.receive_service_s(placed), recv_occupancy_s=self.receive_occupancy_s(placed),
-                                    recv_prev=s.recv_prev)[1]
+            return self.completions(placed)[1]
         sent, queue, contention = self._parts(placed)
         return self.phased_receptions(placed, sent + queue + contention)
+
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        """A send completes its max-rate time after it starts; its receiver is done as :meth:`end_times`
+        says."""
+        s = placed.schedule
+        busy = self.message_times(placed)
+        start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
+                                       self.receive_service_s(placed), recv_occupancy_s=self.receive_occupancy_s(placed),
+                                       recv_prev=s.recv_prev)
+        return start + busy, done
 
     def terms(self, placed: PlacedSchedule) -> list[Terms]:
         """Per phase, its time split at the transmission that ends last: its max-rate time (its sender's up to

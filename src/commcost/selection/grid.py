@@ -58,7 +58,8 @@ def price_grid(algorithms: Sequence[Algorithm], procs: Sequence[int], sizes: Seq
 
 def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes: Sequence[int],
                 platform: Platform, mapping: Mapping, model: Model, root: int = 0,
-                sweep: bool = True, bound: np.ndarray | None = None, phase_barriers: bool = False) -> np.ndarray:
+                sweep: bool = True, bound: np.ndarray | None = None, phase_barriers: bool = False,
+                statistic: str = "max") -> np.ndarray:
     """Seconds for one algorithm (with ``params``) on ``nprocs`` ranks at every size: one build per size
     class, one pass per class when the model can sweep (see the module docstring).
 
@@ -68,7 +69,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     schedule under a model with ``floor_scaled`` (tau-Lop: :mod:`commcost.models.taulop.floor`) takes at
     least the longest path of its waits at each transmission's least duration.
     An algorithm the library does not run on ``nprocs`` ranks gets ``inf`` at every size.
-    ``phase_barriers``: see :func:`price_grid`.
+    ``phase_barriers``: see :func:`price_grid`. ``statistic``: the figure over ranks to predict
+    (:meth:`Model.statistic_s`; ``max``, the last rank's, is the schedule's total): another one prices every
+    size on its own, without bounds.
     """
     placed_params = on_placement(algorithm, params, mapping.node_of_rank)  # han: ppn from the placement
     if placed_params is None:  # a placement han's schedules do not describe
@@ -77,6 +80,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     values = algorithm.resolve_params(params)
     if not algorithm.supports(nprocs):  # Open MPI refuses it on this many ranks (two_proc on P != 2)
         return np.full(len(sizes), np.inf)
+    if statistic not in ("max", ""):
+        return _statistic_of_sizes(algorithm, values, nprocs, sizes, platform, mapping, model, root, statistic)
     out = np.empty(len(sizes))
     segsize = values.get("segsize", 0)
     from_tree: list[int] = []  # sizes a segmented tree pipeline prices from its tree (pipeline_price)
@@ -144,6 +149,25 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
             if same is not None:
                 phases_seen[same] = phase_time
         out[members[0]] = float(phase_time @ schedule.repeat)
+    return out
+
+
+def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: int, sizes: Sequence[int],
+                        platform: Platform, mapping: Mapping, model: Model, root: int, statistic: str) -> np.ndarray:
+    """Every size's ``statistic`` over ranks, each schedule built once per scale unit and priced on its own."""
+    out = np.empty(len(sizes))
+    built: dict[int, object] = {}
+    for m_index, nbytes in enumerate(sizes):
+        unit = algorithm.scale_unit(values, nprocs, int(nbytes))
+        base = unit if unit is not None else int(nbytes)
+        try:
+            if base not in built:
+                built[base] = build(algorithm, Case(algorithm.collective, nprocs, base, root), values).schedule
+        except ScheduleTooLarge:
+            out[m_index] = np.inf
+            continue
+        schedule = built[base].scaled(nbytes / base) if base != nbytes else built[base]
+        out[m_index] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
     return out
 
 

@@ -200,6 +200,12 @@ class TauLop(Model):
             return self._dependency_run(placed).done_s
         return self.phased_receptions(placed, self._phased_ends(placed))
 
+    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        """A send completes when its bytes have moved (its fixed cost paid); its receiver is done as
+        :meth:`end_times` says."""
+        run = self._dependency_run(placed)
+        return run.end_s, run.done_s
+
     def _phased_ends(self, placed: PlacedSchedule) -> np.ndarray:
         """When each transmission of a phased schedule has moved its bytes (A1-A3), before its receiver's
         queue."""

@@ -1,0 +1,152 @@
+"""How to choose, chosen by forward cross-validation over P: the model, the model anchored in measurements,
+the best constant algorithm, or the library's own default.
+
+What for: a model fitted to a site's sweeps (P up to some P_train) is asked
+for picks at process counts nobody measured. It may extrapolate well, or
+not at all; the measured times at P_train may carry what the model misses;
+one algorithm may simply be best everywhere; or nothing may beat what the
+library already does. Which of these holds is itself learnt from the
+training rows, never assumed (issue "Selections that beat Open MPI's
+default on machines we never saw", items 4 and 5):
+
+* **model**: the algorithm the model prices fastest at (P, n);
+* **anchored**: each algorithm's level taken from its own measured time at
+  the anchor P* (the largest trained P, at the same size) and only its
+  growth in P from the model:
+  T_a(P, n) = T_measured,a(P*, n) x T_model,a(P, n) / T_model,a(P*, n);
+* **constant**: the one algorithm with the least mean penalty on the
+  training rows (what a site tuned once would keep);
+* **default**: no rule; the library decides (scored by its measured time).
+
+Forward cross-validation: each of the ``folds`` largest training process
+counts with a smaller one below it is held out in turn; the model is
+refitted (``fit_below(P)``: on the rows of fewer ranks), the constant and
+the anchor are taken from those rows, and every strategy's picks at the
+held-out P are scored against the measured best there (paper 004 Table 3's
+penalty). The strategy with the least mean penalty over the folds is kept;
+a tie keeps the one listed first of default, constant, anchored, model (the
+safest). A strategy some fold cannot price (its refit lacks a channel the
+held-out P uses: one node's rows say nothing of the network) is not
+chosen: nothing vouches for it there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from commcost.selection.evaluate import best_single
+
+Point = tuple[int, int]
+Measured = Mapping[Point, Mapping[Hashable, float]]
+ModelTimes = Callable[[Hashable, int, Sequence[int]], np.ndarray]  # (choice, P, sizes) -> predicted seconds
+Pick = Callable[[int, int], "Hashable | None"]  # (P, n) -> choice, None: the library's default
+
+STRATEGIES = ("default", "constant", "anchored", "model")  # ties keep the first (the safest)
+FOLDS = 3
+
+
+def model_pick(times: ModelTimes, choices: Sequence[Hashable]) -> Pick:
+    """The choice the model prices fastest at (P, n)."""
+    cache: dict[Point, Hashable | None] = {}
+
+    def pick(nprocs: int, nbytes: int) -> Hashable | None:
+        key = (nprocs, nbytes)
+        if key not in cache:
+            priced = [float(times(c, nprocs, [nbytes])[0]) for c in choices]
+            cache[key] = choices[int(np.argmin(priced))] if np.isfinite(min(priced)) else None
+        return cache[key]
+    return pick
+
+
+def anchored_pick(times: ModelTimes, choices: Sequence[Hashable], measured: Measured) -> Pick:
+    """The choice whose measured time at the anchor P* (the largest measured P not above P, at the same
+    size), carried to P by the model's growth, is least (module docstring); the model's own time where an
+    algorithm was not measured at the anchor."""
+    procs = sorted({p for p, _ in measured})
+    cache: dict[Point, Hashable | None] = {}
+
+    def pick(nprocs: int, nbytes: int) -> Hashable | None:
+        key = (nprocs, nbytes)
+        if key in cache:
+            return cache[key]
+        below = [p for p in procs if p <= nprocs and (p, nbytes) in measured]
+        best, best_t = None, np.inf
+        for c in choices:
+            model_here = float(times(c, nprocs, [nbytes])[0])
+            t = model_here
+            if below:
+                anchor = below[-1]
+                seen = measured[(anchor, nbytes)].get(c)
+                model_there = float(times(c, anchor, [nbytes])[0]) if seen is not None else np.nan
+                if seen is not None and model_there > 0 and np.isfinite(model_there):
+                    t = seen * model_here / model_there
+            if t < best_t:
+                best, best_t = c, t
+        cache[key] = best
+        return best
+    return pick
+
+
+@dataclass
+class StrategyChoice:
+    """The cross-validated choice among :data:`STRATEGIES`: each one's mean penalty (%) over the folds it was
+    scored in, the held-out process counts, and the one kept."""
+
+    penalties: dict[str, float]
+    folds: list[int]
+    chosen: str
+    scored_in: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain data for reports."""
+        return {"chosen": self.chosen, "folds": list(self.folds), "cv_mean_penalty_pct": dict(self.penalties),
+                "folds_scored": dict(self.scored_in)}
+
+
+def _penalty(measured_at: Mapping[Hashable, float], pick: Hashable | None, default_s: float | None) -> float:
+    """The measured penalty (%) of a pick at one point (None: the library's default, by its measured time)."""
+    best = min(measured_at.values())
+    t = default_s if pick is None else measured_at.get(pick)
+    return np.nan if t is None or not np.isfinite(t) else 100.0 * (t / best - 1.0)
+
+
+def strategy_picks(times: ModelTimes | None, choices: Sequence[Hashable], measured: Measured) -> dict[str, Pick]:
+    """Each strategy's pick function, from a fitted model's times (None: no model) and the training rows."""
+    constant = best_single(measured)
+    picks: dict[str, Pick] = {"default": lambda nprocs, nbytes: None,
+                              "constant": lambda nprocs, nbytes: constant}
+    if times is not None:
+        picks["anchored"] = anchored_pick(times, choices, measured)
+        picks["model"] = model_pick(times, choices)
+    return picks
+
+
+def choose_strategy(measured: Measured, defaults: Mapping[Point, float], choices: Sequence[Hashable],
+                    fit_below: Callable[[int], ModelTimes | None], folds: int = FOLDS) -> StrategyChoice:
+    """Forward cross-validation over P among :data:`STRATEGIES` (module docstring): ``measured`` the training
+    rows' times of the forced algorithms, ``defaults`` the library's own measured times, ``fit_below(P)``
+    the model refitted on the rows of fewer than P ranks (None where it cannot be)."""
+    procs = sorted({p for p, _ in measured})
+    held = [p for p in procs if p > procs[0]][-folds:]
+    scores: dict[str, list[float]] = {name: [] for name in STRATEGIES}
+    folds_run = 0
+    for p in held:
+        train = {pt: t for pt, t in measured.items() if pt[0] < p}
+        test = {pt: t for pt, t in measured.items() if pt[0] == p and pt in defaults}
+        if not train or not test:
+            continue
+        folds_run += 1
+        for name, pick in strategy_picks(fit_below(p), choices, train).items():
+            try:
+                values = [_penalty(test[pt], pick(*pt), defaults[pt]) for pt in sorted(test)]
+            except Exception:  # noqa: BLE001 - a refit that cannot price this P (a channel it never saw)
+                continue
+            values = [v for v in values if v == v]
+            if values:
+                scores[name].append(float(np.mean(values)))
+    means = {name: float(np.mean(v)) for name, v in scores.items() if v and len(v) == folds_run}
+    chosen = min(means, key=lambda name: (round(means[name], 9), STRATEGIES.index(name))) if means else "default"
+    return StrategyChoice(means, held, chosen, {name: len(v) for name, v in scores.items()})

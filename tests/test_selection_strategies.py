@@ -1,0 +1,71 @@
+"""Choosing how to choose (commcost.selection.strategies): forward cross-validation over P among the model,
+the anchored model, the best constant algorithm and the library's default, on measured tables made by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from commcost.selection.strategies import anchored_pick, choose_strategy, model_pick, strategy_picks
+
+PROCS = (8, 16, 32, 64)
+SIZES = (1024, 65536)
+
+
+def table(times):
+    """{(P, n): {algorithm: seconds}} from times(algorithm, P, n) for algorithms a and b."""
+    return {(p, n): {"a": times("a", p, n), "b": times("b", p, n)} for p in PROCS for n in SIZES}
+
+
+def test_a_model_that_ranks_right_is_kept_where_one_algorithm_does_not_win_everywhere():
+    """a wins below 32 ranks, b from 32 on; the model knows (it prices the truth times 2): the constant loses
+    at the held-out 32 and 64, the default is worse still, the model and its anchored form are exact; the tie
+    keeps the anchored form (listed before the model)."""
+    def truth(alg, p, n):
+        return p * (1.0 if alg == "a" else 0.0) + (40.0 if alg == "b" else 10.0) + n * 1e-6
+    measured = table(truth)
+    defaults = {pt: 2 * max(t.values()) for pt, t in measured.items()}
+    times = lambda alg, p, sizes: np.array([2 * truth(alg, p, n) for n in sizes])  # noqa: E731
+    choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: times)
+    assert choice.folds == [16, 32, 64]
+    assert choice.penalties["model"] == pytest.approx(0.0) and choice.penalties["anchored"] == pytest.approx(0.0)
+    assert choice.penalties["constant"] > 0 and choice.penalties["default"] > choice.penalties["constant"]
+    assert choice.chosen == "anchored"
+
+
+def test_where_nothing_beats_the_default_the_default_is_kept():
+    """The library's own choice is measured as fast as the best algorithm everywhere, and the model ranks
+    wrong: no rule."""
+    def truth(alg, p, n):
+        return (1.0 if alg == "a" else 2.0) * p
+    measured = table(truth)
+    defaults = {pt: min(t.values()) for pt, t in measured.items()}
+    wrong = lambda alg, p, sizes: np.array([(2.0 if alg == "a" else 1.0) * p for _ in sizes])  # noqa: E731
+    choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: wrong)
+    assert choice.penalties["default"] == 0.0 and choice.penalties["constant"] == 0.0
+    assert choice.chosen == "default"  # a tie keeps the safest
+
+
+def test_a_model_some_fold_cannot_price_is_not_chosen():
+    """The refit below 64 ranks cannot price 64 (one node's rows know no network): whatever it does
+    elsewhere, nothing vouches for it there."""
+    def truth(alg, p, n):
+        return p * (1.0 if alg == "a" else 0.0) + (40.0 if alg == "b" else 10.0)
+    measured = table(truth)
+    defaults = {pt: 2 * max(t.values()) for pt, t in measured.items()}
+    good = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
+    choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: None if p == 64 else good)
+    assert "model" not in choice.penalties and "anchored" not in choice.penalties
+    assert choice.scored_in["model"] == 2 and choice.chosen in ("constant", "default")
+
+
+def test_the_anchor_carries_each_algorithm_s_measured_level_by_the_model_s_growth():
+    """At the anchor (P* = 16) a measured 10 us, b 12 us; the model says both double to 32 but gives b a
+    tenth of a's level: the model alone picks b, the anchored form a (20 us against 24)."""
+    measured = {(16, 1024): {"a": 10.0, "b": 12.0}}
+    times = lambda alg, p, sizes: np.array([(1.0 if alg == "a" else 0.1) * p for _ in sizes])  # noqa: E731
+    assert model_pick(times, ["a", "b"])(32, 1024) == "b"
+    assert anchored_pick(times, ["a", "b"], measured)(32, 1024) == "a"
+    picks = strategy_picks(None, ["a", "b"], measured)
+    assert set(picks) == {"default", "constant"} and picks["default"](32, 1024) is None
+    assert picks["constant"](32, 1024) == "a"
