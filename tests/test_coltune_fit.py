@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commcost.calibration.fit_from_collectives import (Point, choose_corrections, corrections, fit_model,
-                                                       fitted_units, pricer)
+from commcost.calibration.algorithm_corrections import choose_corrections, corrections
+from commcost.calibration.fit_from_collectives import Point, fit_model, fitted_units, pricer
 from commcost.cli.main import main
 from commcost.collectives import Case, Collective, algorithms, build
 from commcost.io.coltune_import import read_coltune

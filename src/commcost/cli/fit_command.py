@@ -206,9 +206,9 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     the per-algorithm corrections cross-validation keeps (``start``: a fit's theta to begin from)."""
     import numpy as np
 
-    from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, choose_corrections, collective_points,
-                                                           corrections, extra_parameters, fit_model, fitted_units,
-                                                           pricer, taulop_tau_max)
+    from commcost.calibration.algorithm_corrections import choose_corrections, corrections
+    from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
+                                                           fit_model, fitted_units, pricer, taulop_tau_max)
 
     if model not in MODEL_PARAMS:
         raise InputError(f"fitting {model} to collective times is not built yet; expected --model "
@@ -235,7 +235,7 @@ def collective_fit_sections(fit) -> dict:
     """The parameter-file sections of a collective fit: the model's (``[hockney.<channel>]``, ...; tau-Lop:
     ``[taulop.<table>]`` tables of the fitted family at the training sizes, read with ``beyond_m =
     "slope"``), and the per-algorithm corrections cross-validation kept
-    (:func:`commcost.calibration.fit_from_collectives.choose_corrections`) as
+    (:func:`commcost.calibration.algorithm_corrections.choose_corrections`) as
     ``[algorithm_fit.<collective>.<name>]`` a_s, b: paper 004 section 5.2's T = a_s + b T_model."""
     import numpy as np
 

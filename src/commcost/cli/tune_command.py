@@ -373,6 +373,7 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     ``--from-measurements`` (:func:`commcost.cli.fit_command.fit_collective_rows`), then select and the files
     as after a calibration; the measured check only with ``--verify-launcher``."""
     from commcost.cli.fit_command import collective_fit_sections, fit_collective_rows
+    from commcost.cli.tune_selection import cross_validated_strategies
     from commcost.io.measurements import read_measurements
     from commcost.io.params_file import load_params, write_params
     from commcost.io.platform_file import load_platform
@@ -408,7 +409,7 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     params = load_params(params_path)
     print(f"  {total['points']} points: measured/model {total['mu']:.3f} (geometric mean), median |error| "
           f"{total['median_abs_pct']:.0f}%", flush=True)
-    args.strategies = _cross_validated_strategies(args, collectives, platform, rows)
+    args.strategies = cross_validated_strategies(args, collectives, platform, rows)
     calibration = _calibration_extent(args.from_measurements, params)
     platform_path = args.out / "platform.toml"  # the rules' platform: the given one, ranks placed in blocks of --ppn
     text = args.platform.read_text()
@@ -437,34 +438,6 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     (args.out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     _html(args, report, params, params_path, platform_path, None, conf, written)
     return code
-
-
-def _cross_validated_strategies(args, collectives, platform, rows) -> dict:
-    """Per collective, the way of choosing forward cross-validation over the measured P keeps (model,
-    anchored, best constant or Open MPI's default) and its pick function
-    (:func:`commcost.cli.evaluate_command.strategy_for`), the ranks placed in blocks of what the rows ran."""
-    from collections import Counter
-
-    from commcost.cli.evaluate_command import rows_statistic, strategy_for, strategy_line
-    from commcost.platform import Mapping
-
-    out = {}
-    for collective in collectives:
-        mine = [r for r in rows if r.collective == collective.value]
-        ppn = {p: Counter(r.ppn or p for r in mine if r.nprocs == p).most_common(1)[0][0]
-               for p in {r.nprocs for r in mine}}
-
-        def mapping_of(nprocs: int, ppn=ppn) -> Mapping:
-            return Mapping.sequential(platform, nprocs, min(ppn.get(nprocs, args.ppn), nprocs))
-        try:
-            strategy, pick = strategy_for(args.from_measurements, collective, "ompi", "hockney", platform, mapping_of,
-                                          0, rows_statistic(args.from_measurements, collective))
-        except InputError:  # no two forced algorithms measured at one point: nothing to cross-validate
-            continue
-        if strategy is not None:
-            out[collective.value] = (strategy, pick)
-            print(f"  {collective.value}: {strategy_line(strategy)}", flush=True)
-    return out
 
 
 def _html(args, report: dict, params, params_path: Path, platform_path: Path, measurements: Path | None,

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from commcost.errors import InputError
+
 
 def select_one(args, collective, library: str, model: str, params_path: Path, platform_path: Path,
                 procs: list[int], sizes: list[int], calibration: dict):
@@ -127,6 +129,34 @@ def _as_cross_validated(result, selection, kept, strategy, pick, source: str):
     if strategy.chosen == "anchored":
         line += " (the rules are the model's: anchoring needs measured times at the rules' own sizes)"
     return selection, kept, line
+
+
+def cross_validated_strategies(args, collectives, platform, rows) -> dict:
+    """Per collective, the way of choosing forward cross-validation over the measured P keeps (model,
+    anchored, best constant or Open MPI's default) and its pick function
+    (:func:`commcost.cli.evaluate_command.strategy_for`), the ranks placed in blocks of what the rows ran."""
+    from collections import Counter
+
+    from commcost.cli.evaluate_command import rows_statistic, strategy_for, strategy_line
+    from commcost.platform import Mapping
+
+    out = {}
+    for collective in collectives:
+        mine = [r for r in rows if r.collective == collective.value]
+        ppn = {p: Counter(r.ppn or p for r in mine if r.nprocs == p).most_common(1)[0][0]
+               for p in {r.nprocs for r in mine}}
+
+        def mapping_of(nprocs: int, ppn=ppn) -> Mapping:
+            return Mapping.sequential(platform, nprocs, min(ppn.get(nprocs, args.ppn), nprocs))
+        try:
+            strategy, pick = strategy_for(args.from_measurements, collective, "ompi", "hockney", platform, mapping_of,
+                                          0, rows_statistic(args.from_measurements, collective))
+        except InputError:  # no two forced algorithms measured at one point: nothing to cross-validate
+            continue
+        if strategy is not None:
+            out[collective.value] = (strategy, pick)
+            print(f"  {collective.value}: {strategy_line(strategy)}", flush=True)
+    return out
 
 
 def han_decision_values(args) -> dict[str, list[int]]:
