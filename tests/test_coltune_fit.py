@@ -77,12 +77,27 @@ def test_fit_select_beyond_the_training_range(imported, tmp_path, capsys):
     assert all(r["algorithm"].startswith("ompi.") for r in picks)
 
 
+def without_nominal(tmp_path: Path) -> Path:
+    """The Peak platform without its network's nominal values."""
+    text = "\n".join(line for line in PLATFORM.read_text().splitlines() if not line.startswith("nominal_"))
+    (tmp_path / "bare.toml").write_text(text + "\n")
+    return tmp_path / "bare.toml"
+
+
 def test_one_node_rows_leave_the_network_unidentified(imported, tmp_path, capsys):
+    """One node's rows say nothing of the network: without nominal values it is not written; with the
+    platform's (EDR's 1 us, 12.5 GB/s) it is written as said, and the fit says so."""
     params = tmp_path / "shm.toml"
-    assert main(["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform", str(PLATFORM),
-                 "--max-procs", "32", "-o", str(params)]) == 0
+    assert main(["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform",
+                 str(without_nominal(tmp_path)), "--max-procs", "32", "-o", str(params)]) == 0
     assert "not identified by these rows: alpha_s, beta_s_per_byte of ib" in capsys.readouterr().out
     assert set(load_params(params).for_model("hockney").channels) == {"shm"}
+    assert main(["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform", str(PLATFORM),
+                 "--max-procs", "32", "-o", str(params)]) == 0
+    out = capsys.readouterr().out
+    assert "from the platform's nominal values: alpha_s of ib" in out and "not identified" not in out
+    ib = load_params(params).for_model("hockney").channels["ib"]
+    assert ib.alpha_s == pytest.approx(1e-6) and ib.beta_s_per_byte == pytest.approx(1 / 12.5e9)
 
 
 def test_held_out_scoring_prints_the_model_beside_the_baselines(imported, capsys):
@@ -182,8 +197,8 @@ def test_tune_from_one_node_measurements_says_the_network_is_unidentified(tmp_pa
 
     csv_path = tmp_path / "one-node.csv"
     MeasurementStore(csv_path).extend([r for r in read_coltune(PEAK) if r.nprocs <= 32])
-    code = main(["tune", "--from-measurements", str(csv_path), "--platform", str(PLATFORM), "--ppn", "42",
-                 "--select-procs", "64", "--sizes", "1KiB", "--out", str(tmp_path / "run"), "--quiet"])
+    code = main(["tune", "--from-measurements", str(csv_path), "--platform", str(without_nominal(tmp_path)),
+                 "--ppn", "42", "--select-procs", "64", "--sizes", "1KiB", "--out", str(tmp_path / "run"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "['ib']" in err and "unidentified" in err and err.count("\n") == 1
 
@@ -201,9 +216,12 @@ def test_ping_pong_rows_join_the_fit_as_one_message_on_their_channel(imported, t
     platform, _ = load_platform(PLATFORM)
     points, _, channels = collective_points(rows + pingpongs, platform)
     assert channels == ["shm", "ib"] and sum(p.collective == "p2p" for p in points) == 4
-    fit = fit_collective_rows(rows + pingpongs, platform, "hockney")
+    fit = fit_collective_rows(rows + pingpongs, platform, "hockney", prior_weight=0.0)
     assert fit.params["ib"]["alpha_s"] == pytest.approx(2.0e-6, rel=0.02)
     assert fit.params["ib"]["beta_s_per_byte"] == pytest.approx(0.4e-9, rel=0.02)
+    # the platform's nominal values (1 us, 12.5 GB/s), weighing one point, pull four ping-pongs a little
+    pulled = fit_collective_rows(rows + pingpongs, platform, "hockney")
+    assert 1.0e-6 < pulled.params["ib"]["alpha_s"] < fit.params["ib"]["alpha_s"] and pulled.assumed == []
 
 
 def _synthetic(platform, collectives=(Collective.BCAST, Collective.ALLREDUCE), procs=(8, 16, 32, 64),

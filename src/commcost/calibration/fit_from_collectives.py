@@ -113,6 +113,7 @@ class CollectiveFit:
     units: str = "channel"  # what params are keyed by: channel, or table (tau-Lop)
     tau_max: int = 0  # tau-Lop: the concurrencies its tables cover (taulop_tau_max)
     extra: dict[str, float] = field(default_factory=dict)  # the EXTRA_STARTS parameters fitted (reduction rate)
+    assumed: list[str] = field(default_factory=list)  # parameters no row identifies, taken from their prior
 
     def summary(self) -> dict[str, float]:
         """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""
@@ -128,11 +129,15 @@ def _figures(ratio: np.ndarray) -> dict[str, float]:
 
 def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
               price: Callable[[np.ndarray], np.ndarray], max_steps: int = 12, tol: float = 1e-4,
-              start: np.ndarray | None = None, extra: Sequence[str] = ()) -> CollectiveFit:
+              start: np.ndarray | None = None, extra: Sequence[str] = (),
+              prior: dict[int, float] | None = None, prior_weight: float = 1.0) -> CollectiveFit:
     """Fit ``model``'s parameters per channel (module docstring). ``price(theta)`` gives every point's model
     time for ``theta``: the :data:`MODEL_PARAMS` of each channel in turn, in ``channels`` order, then the
     ``extra`` parameters (:data:`EXTRA_STARTS`: the reduction rate). ``start``: where the steps begin (a fit
-    of similar rows: the folds of a cross-validation), else :data:`STARTS` scaled to the rows."""
+    of similar rows: the folds of a cross-validation), else :data:`STARTS` scaled to the rows. ``prior``:
+    theta's index -> a value said of it (a channel's nominal latency or time per byte,
+    :func:`nominal_priors`): a residual log(theta_j / prior_j) weighing ``prior_weight`` measured points
+    joins the fit, and a parameter no row moves takes its prior (``assumed``) instead of going unwritten."""
     if not points:
         raise InputError("no collective rows to fit; expected measured times of forced algorithms "
                          "(e.g. commcost import coltune)")
@@ -147,6 +152,12 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         theta = np.asarray(start, dtype=np.float64).copy()
     base = price(theta)
     theta *= np.exp(np.median(np.log(y / np.maximum(base, 1e-300))))  # homogeneous: one common scale first
+    prior = {int(j): float(v) for j, v in (prior or {}).items() if 0 <= j < k and v > 0}
+    for j, value in prior.items():
+        theta[j] = value
+    weight = float(np.sqrt(max(prior_weight, 0.0)))
+    pj = np.array(sorted(prior), dtype=np.int64)
+    pv = np.array([prior[j] for j in pj.tolist()])
     floor = 1e-3 * theta  # the smallest step and scale a parameter gets (it may reach its bound 0)
     t0 = price(theta)  # the model's times at theta, carried from step to step
     pricings = 2
@@ -175,12 +186,23 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         low = 1e-6 * y  # the linearized time's floor: a piece's finite differences may be negative (tau-Lop:
         # more latency, other overlaps), and a time near 0 would blow the log residual and its Jacobian up
 
+        held = pj[used[pj]] if len(pj) else pj  # priors of parameters the rows move (the others stay at theirs)
+        said = pv[used[pj]] if len(pj) else pv
+
         def residual(u: np.ndarray) -> np.ndarray:
-            return np.log(np.maximum(Gs @ u, low) / y)
+            r = np.log(np.maximum(Gs @ u, low) / y)
+            if not len(held):
+                return r
+            return np.r_[r, weight * np.log(np.maximum(u[held] * scale[held], 1e-300) / said)]
 
         def jacobian(u: np.ndarray) -> np.ndarray:
             t = Gs @ u
-            return np.where((t > low)[:, None], Gs / np.maximum(t, low)[:, None], 0.0)
+            J = np.where((t > low)[:, None], Gs / np.maximum(t, low)[:, None], 0.0)
+            if not len(held):
+                return J
+            P = np.zeros((len(held), k))
+            P[np.arange(len(held)), held] = weight / np.maximum(u[held], 1e-300)
+            return np.r_[J, P]
 
         upper = np.where(used, np.inf, 1e-300)
         fit = least_squares(residual, np.where(used, np.minimum(theta / scale, 1.0), 0.0), jac=jacobian,
@@ -215,8 +237,11 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
             flat.append(j)
     names = [f"{MODEL_PARAMS[model][j % per]} of {channels[j // per]}" for j in range(per * len(channels))] + list(
         extra)
+    assumed = [j for j in prior if not used[j]]
+    known = used.copy()
+    known[assumed] = True
     params = {c: {name: float(theta[per * i + q]) for q, name in enumerate(MODEL_PARAMS[model])}
-              for i, c in enumerate(channels) if used[per * i:per * (i + 1)].any()}
+              for i, c in enumerate(channels) if known[per * i:per * (i + 1)].all() or used[per * i:per * (i + 1)].any()}
     fitted_extra = {name: float(theta[per * len(channels) + q]) for q, name in enumerate(extra)
                     if used[per * len(channels) + q]}
     per_algorithm: dict[str, dict[str, float]] = {}
@@ -226,8 +251,9 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         per_algorithm[key] = _figures(ratio[mask])
     weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
     together = confounded(G, modelled, used, names)
-    return CollectiveFit(model, params, theta, [n for n, u in zip(names, used) if not u], ratio, points, steps,
-                         pricings, per_algorithm, weak=weak, confounded=together, extra=fitted_extra)
+    return CollectiveFit(model, params, theta, [n for n, u in zip(names, known) if not u], ratio, points, steps,
+                         pricings, per_algorithm, weak=weak, confounded=together, extra=fitted_extra,
+                         assumed=[names[j] for j in assumed])
 
 
 CONFOUNDED = 0.02  # a direction of the relative Jacobian this much weaker than the strongest is not identified
@@ -336,6 +362,31 @@ def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
     for i, name in enumerate(tables):
         o, latency, per_byte = (float(v) for v in theta[3 * i:3 * i + 3])
         out[name] = {"m": m.tolist(), "o_s": [o] * len(m), "L_s": (latency + np.outer(m, tau) * per_byte).tolist()}
+    return out
+
+
+PRIOR_OF = {"hockney": {"alpha_s": "latency", "beta_s_per_byte": "time per byte"},
+            "loggph": {"L_s": "latency", "G_s_per_byte": "time per byte"},
+            "taulop": {"L_s": "latency", "G_s_per_byte": "time per byte"}}
+
+
+def nominal_priors(model: str, platform, units: Sequence[str]) -> dict[int, float]:
+    """theta's index -> the value a channel's nominal latency and bandwidth say of it (the platform's
+    ``nominal_latency_s``, ``nominal_bandwidth``; :data:`PRIOR_OF`), for the ``units`` fitted (channels;
+    tau-Lop: tables, a channel's own table named like it)."""
+    per = MODEL_PARAMS[model]
+    by_name = {c.name: c for c in platform.channels}
+    out: dict[int, float] = {}
+    for i, unit in enumerate(units):
+        channel = by_name.get(unit)
+        if channel is None:
+            continue
+        said = {"latency": channel.nominal_latency_s,
+                "time per byte": None if channel.nominal_bandwidth is None else 1.0 / channel.nominal_bandwidth}
+        for q, name in enumerate(per):
+            value = said.get(PRIOR_OF[model].get(name, ""))
+            if value is not None:
+                out[len(per) * i + q] = value
     return out
 
 

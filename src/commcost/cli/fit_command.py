@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -45,6 +46,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", type=Path, help="--from-collectives: the platform the rows ran on (.toml)")
     p.add_argument("--collectives", help="--from-collectives: comma list of collectives to fit on (default all)")
     p.add_argument("--max-procs", type=int, help="--from-collectives: fit only rows of at most this many ranks")
+    p.add_argument("--prior-weight", type=float,
+                   help="--from-collectives: how many measured points the platform's nominal channel values "
+                        "(nominal_latency_s, nominal_bandwidth) weigh as priors (default 1; 0: only where no "
+                        "row tells)")
     p.add_argument("--format", default=OutputFormat.TABLE.value, choices=[f.value for f in OutputFormat])
 
 
@@ -201,14 +206,18 @@ def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
     return 0
 
 
-def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None, start=None):
+def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None, start=None,
+                        prior_weight: float = 1.0):
     """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows, with
-    the per-algorithm corrections cross-validation keeps (``start``: a fit's theta to begin from)."""
+    the per-algorithm corrections cross-validation keeps (``start``: a fit's theta to begin from); the
+    platform's nominal channel values as priors weighing ``prior_weight`` points each, and as the values of
+    a channel no row uses."""
     import numpy as np
 
     from commcost.calibration.algorithm_corrections import choose_corrections, corrections
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
-                                                           fit_model, fitted_units, pricer, taulop_tau_max)
+                                                           fit_model, fitted_units, nominal_priors, pricer,
+                                                           taulop_tau_max)
 
     if model not in MODEL_PARAMS:
         raise InputError(f"fitting {model} to collective times is not built yet; expected --model "
@@ -217,14 +226,16 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     if not points:
         raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
                          "own pick, cannot be priced)" + (f" with at most {max_procs} ranks" if max_procs else ""))
-    units = fitted_units(model, platform, channels)
+    said = [c.name for c in platform.channels if c.name not in channels
+            and (c.nominal_latency_s is not None or c.nominal_bandwidth is not None)]
+    units = fitted_units(model, platform, [c.name for c in platform.channels if c.name in channels or c.name in said])
     extra = extra_parameters(points)
     fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra),
-                    start=start, extra=extra)
+                    start=start, extra=extra, prior=nominal_priors(model, platform, units), prior_weight=prior_weight)
     fit.units = "table" if model == "taulop" else "channel"
     fit.tau_max = taulop_tau_max(placed) if model == "taulop" else 0
     fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"
-                         for c in platform.channels if c.name not in channels]
+                         for c in platform.channels if c.name not in channels and c.name not in said]
     modelled = np.array([p.time_s for p in points]) / fit.ratio
     fit.correction_choices = choose_corrections(points, modelled)
     fit.corrections = corrections(points, modelled, fit.correction_choices)
@@ -261,6 +272,7 @@ def _check_mode_options(args: argparse.Namespace) -> None:
     """Refuse an option of another kind of fit (it would be ignored) and an empty or impossible value."""
     only = {"--collectives": (args.collectives, args.from_collectives, "--from-collectives"),
             "--max-procs": (args.max_procs, args.from_collectives, "--from-collectives"),
+            "--prior-weight": (args.prior_weight, args.from_collectives, "--from-collectives"),
             "--platform": (args.platform, args.from_collectives or args.model == "maxrate",
                            "--from-collectives or --model maxrate"),
             "--shm-channel": (args.shm_channel, args.model == OMPI_BCAST, f"--model {OMPI_BCAST}"),
@@ -271,6 +283,8 @@ def _check_mode_options(args: argparse.Namespace) -> None:
     for flag, value in (("--shm-channel", args.shm_channel), ("--network-channel", args.network_channel)):
         if value is not None and not value.strip():
             raise InputError("expected a channel's name, got an empty one", where=flag)
+    if args.prior_weight is not None and not (math.isfinite(args.prior_weight) and args.prior_weight >= 0):
+        raise InputError(f"expected a number of points >= 0, got {args.prior_weight}", where="--prior-weight")
     if args.max_procs is not None and args.max_procs < 2:
         raise InputError(f"expected --max-procs >= 2 (a collective's ranks), got {args.max_procs}", where="--max-procs")
     if args.collectives is not None:
@@ -294,7 +308,8 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
     chosen = [c.strip() for c in args.collectives.split(",") if c.strip()] if args.collectives else None
     started = time.perf_counter()
     try:
-        fit = fit_collective_rows(rows, platform, args.model, chosen, args.max_procs)
+        fit = fit_collective_rows(rows, platform, args.model, chosen, args.max_procs,
+                                  prior_weight=1.0 if args.prior_weight is None else args.prior_weight)
     except InputError as exc:
         raise exc.located(source=str(args.measurements)) from None
     spent = time.perf_counter() - started
@@ -308,7 +323,7 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
     write_params(args.out, collective_fit_sections(fit), meta)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"out": str(args.out), "params": fit.params, "fitted": fit.extra,
-                          "unidentified": fit.unidentified,
+                          "assumed": fit.assumed, "unidentified": fit.unidentified,
                           "poorly_identified": fit.weak, "confounded": fit.confounded,
                           "summary": total, "per_algorithm": fit.per_algorithm, "seconds": spent,
                           "corrections": {c: {"form": v.form, "held_out_procs": list(v.held_out),
@@ -327,6 +342,8 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
         rate = fit.extra["reduction_s_per_byte"]
         print(f"  reductions: {rate * 1e9:.5f} ns/B ({1e-9 / rate if rate > 0 else float('inf'):.2f} GB/s), "
               "written as [reduction.fitted]")
+    for what in fit.assumed:
+        print(f"  from the platform's nominal values: {what} (no row identifies it; written as said)")
     for what in fit.unidentified:
         print(f"  not identified by these rows: {what} (no training schedule uses it; not written)")
     for what in fit.weak:

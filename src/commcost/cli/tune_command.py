@@ -397,6 +397,9 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     for what in fit.weak:
         print(f"  warning: poorly identified: {what}", flush=True)
         args.warnings.append(f"poorly identified by the measurements: {what}")
+    for what in fit.assumed:
+        print(f"  warning: {what} from the platform's nominal values (no measured row tells it)", flush=True)
+        args.warnings.append(f"taken from the platform's nominal values: {what}")
     total = fit.summary()
     stamps = sorted(r.timestamp for r in rows if r.timestamp)
     meta = {"fitted_from": str(args.from_measurements.resolve()), "method": "inverse calibration on collective times",

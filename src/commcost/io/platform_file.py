@@ -111,11 +111,12 @@ def _nodes(root: Table, types: dict[str, NodeType], levels: tuple[str, ...]) -> 
 def _channels(root: Table) -> list[Channel]:
     channels = []
     for index, entry in enumerate(root.tables("channels")):
-        entry.only("name", "id", "level", "transfers", "contention")
+        entry.only("name", "id", "level", "transfers", "contention", "nominal_latency_s", "nominal_bandwidth")
         name = entry.text("name")
         contention = entry.text("contention", "channel", choices=[c.value for c in ContentionScope])
         channels.append(Channel(name, entry.integer("id", index, minimum=0), entry.text("level"),
-                                entry.strings("transfers", default=[name]), ContentionScope(contention)))
+                                entry.strings("transfers", default=[name]), ContentionScope(contention),
+                                entry.positive("nominal_latency_s", None), entry.positive("nominal_bandwidth", None)))
     return channels
 
 

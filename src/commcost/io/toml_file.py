@@ -8,6 +8,8 @@ and a bad value becomes one line such as
 
 from __future__ import annotations
 
+import math
+
 import re
 import sys
 from dataclasses import dataclass, field
@@ -152,6 +154,15 @@ class Table:
         if minimum is not None and value < minimum:
             raise self.error(key, f"expected an integer{_at_least(minimum)}, got {value}")
         return value
+
+    def positive(self, key: str, default: Any = _MISSING) -> float:
+        """A finite number > 0 (an integer is taken as a float)."""
+        value = self.raw(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise self.error(key, f"expected a finite number > 0, got {_kind(value)} {value!r}")
+        return float(value)
 
     def strings(self, key: str, default: Any = _MISSING, nonempty: bool = True) -> tuple[str, ...]:
         """An array of strings."""

@@ -68,6 +68,9 @@ class Channel:
     ranks on the same node, a group level's name for ranks on different nodes
     of the same group of that level, "world" for ranks in different
     top-level groups. ``id`` is the number the papers write as T^id.
+    ``nominal_latency_s`` and ``nominal_bandwidth`` (bytes per second), when
+    given, are what the hardware is said to do: a fit to measured collectives
+    takes them as priors, and as the values where no measured row tells.
     """
 
     name: str
@@ -75,6 +78,8 @@ class Channel:
     level: str
     transfers: tuple[str, ...]
     contention: ContentionScope = ContentionScope.CHANNEL
+    nominal_latency_s: float | None = None
+    nominal_bandwidth: float | None = None
 
 
 @dataclass(frozen=True)
