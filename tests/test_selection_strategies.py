@@ -69,3 +69,18 @@ def test_the_anchor_carries_each_algorithm_s_measured_level_by_the_model_s_growt
     picks = strategy_picks(None, ["a", "b"], measured)
     assert set(picks) == {"default", "constant"} and picks["default"](32, 1024) is None
     assert picks["constant"](32, 1024) == "a"
+
+
+def test_only_the_regime_of_the_largest_trained_p_is_held_out():
+    """a wins on one node (P <= 16), b across nodes (32, 64): held out over every P the constant a looks
+    fine; held out across nodes only (32 and 64, each trained below it) the constant picked on fewer ranks
+    is a at 32 and costs there, while the model that knows the switch does not."""
+    def truth(alg, p, n):
+        return 1.0 if (alg == "a") == (p <= 16) else 3.0
+    measured = table(truth)
+    defaults = {pt: 2.0 for pt in measured}
+    times = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
+    across = choose_strategy(measured, defaults, ["a", "b"], lambda p: times, regime=lambda p: p >= 32)
+    assert across.folds == [32, 64] and across.chosen == "anchored" and across.penalties["constant"] > 0
+    one = choose_strategy(measured, defaults, ["a", "b"], lambda p: None, regime=lambda p: p >= 32)
+    assert one.chosen == "default"  # the constant loses at 32 and the model is not there to vouch for

@@ -205,7 +205,11 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
         return lambda choice, nprocs, sizes: price(choice, nprocs, sizes, None)
 
     final = times_below(None)
-    choice = choose_strategy(train, train_defaults, choices, times_below)
+    nodes = {}  # P -> whether its rows span several nodes
+    for row in rows:
+        if row.collective == collective.value and (max_procs is None or row.nprocs <= max_procs):
+            nodes[row.nprocs] = nodes.get(row.nprocs, False) or (row.nnodes or 1) > 1
+    choice = choose_strategy(train, train_defaults, choices, times_below, regime=lambda p: nodes.get(p, False))
     return choice, strategy_picks(final, choices, train).get(choice.chosen)
 
 

@@ -23,7 +23,9 @@ counts with a smaller one below it is held out in turn; the model is
 refitted (``fit_below(P)``: on the rows of fewer ranks), the constant and
 the anchor are taken from those rows, and every strategy's picks at the
 held-out P are scored against the measured best there (paper 004 Table 3's
-penalty). The strategy with the least mean penalty over the folds is kept;
+penalty). Only process counts in the regime of the largest trained P are
+held out (several nodes, or one): what wins inside a node says little of
+what wins across nodes, and the picks are for the larger P. The strategy with the least mean penalty over the folds is kept;
 a tie keeps the one listed first of default, constant, anchored, model (the
 safest). A strategy some fold cannot price (its refit lacks a channel the
 held-out P uses: one node's rows say nothing of the network) is not
@@ -125,12 +127,16 @@ def strategy_picks(times: ModelTimes | None, choices: Sequence[Hashable], measur
 
 
 def choose_strategy(measured: Measured, defaults: Mapping[Point, float], choices: Sequence[Hashable],
-                    fit_below: Callable[[int], ModelTimes | None], folds: int = FOLDS) -> StrategyChoice:
+                    fit_below: Callable[[int], ModelTimes | None], folds: int = FOLDS,
+                    regime: Callable[[int], Hashable] | None = None) -> StrategyChoice:
     """Forward cross-validation over P among :data:`STRATEGIES` (module docstring): ``measured`` the training
     rows' times of the forced algorithms, ``defaults`` the library's own measured times, ``fit_below(P)``
-    the model refitted on the rows of fewer than P ranks (None where it cannot be)."""
+    the model refitted on the rows of fewer than P ranks (None where it cannot be). ``regime(P)`` (one node,
+    or several): only process counts in the regime of the largest trained P are held out, the one the picks
+    are for; with none to hold out, the default is kept (nothing vouches for another way there)."""
     procs = sorted({p for p, _ in measured})
-    held = [p for p in procs if p > procs[0]][-folds:]
+    target = None if regime is None else regime(procs[-1])
+    held = [p for p in procs if p > procs[0] and (regime is None or regime(p) == target)][-folds:]
     scores: dict[str, list[float]] = {name: [] for name in STRATEGIES}
     folds_run = 0
     for p in held:
