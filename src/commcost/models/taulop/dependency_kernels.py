@@ -387,12 +387,10 @@ TAKEN, PARKED = 0, 1  # rows of the per-transmission flags
 
 
 @njit(inline=True)
-def _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid,
-          rsize):  # pragma: no cover - compiled
+def _receive(j, tx, cost, flag, dst, rstate):  # pragma: no cover - compiled
     """The receiver of j takes it (its bytes in at END): its port lets it in at
     PORT = max(END, the port's last + hold), its processor is done with it at
-    DONE = max(PORT, its last done) + reduction; release what waited for the reception. Returns
-    (nready, rsize)."""
+    DONE = max(PORT, its last done) + reduction. Returns DONE."""
     r = dst[j]
     e = rstate[0, r] + cost[1, j]
     if tx[END, j] > e:
@@ -406,6 +404,15 @@ def _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, 
     rstate[1, r] = fin
     tx[DONE, j] = fin
     flag[TAKEN, j] = True
+    return fin
+
+
+@njit(inline=True)
+def _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, pending, ready, nready, rkey, rid,
+          rsize):  # pragma: no cover - compiled
+    """:func:`_receive` j, then release what waited for the reception (its own sends' waiters were released when
+    it ended). Returns (nready, rsize)."""
+    fin = _receive(j, tx, cost, flag, dst, rstate)
     for k in range(succ_ptr[j], succ_ptr[j + 1]):
         w = succ_idx[k]
         if dst[j] == src[w]:  # a wait for a reception sees its completion (and reduction)
@@ -417,10 +424,10 @@ def _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, 
 def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, tx, cost, link, flag, dst, src, rstate, succ_ptr, succ_idx,
             ready_at, pending, ready, nready, rkey, rid, rsize, batch):  # pragma: no cover - compiled
     """Domain d's counter reached B at t: the jobs whose mark it passed have moved their bytes and end
-    ``fixed`` (T(0, tau) at the concurrency they ended in) later; release what waited for them as sends,
-    and let their receivers take them in transmission order (now, or, for a reception ordered after one
-    not taken yet, when that one is), releasing what waited for them as receptions. ``batch``: scratch
-    space. Returns the new (nready, rsize)."""
+    ``fixed`` (T(0, tau) at the concurrency they ended in) later; their receivers take them in transmission
+    order (now, or, for a reception ordered after one not taken yet, when that one is); release what waited
+    for them, as sends at their end, as receptions at their completion. ``batch``: scratch space. Returns
+    the new (nready, rsize)."""
     limit = B + 1e-12 * B + 1e-9
     t_end = t + fixed
     count = 0
@@ -433,18 +440,21 @@ def _finish(d, t, fixed, B, mkey, mid, off, msize, tau, tx, cost, link, flag, ds
         j = batch[q]
         tx[END, j] = t_end
         tau[d] -= 1
+        k = link[0, j]
+        parked = k >= 0 and not flag[TAKEN, k]
+        fin = t_end
+        if parked:
+            flag[PARKED, j] = True
+        else:
+            fin = _receive(j, tx, cost, flag, dst, rstate)
         for e in range(succ_ptr[j], succ_ptr[j + 1]):
             w = succ_idx[e]
             if dst[j] != src[w]:  # a wait for an own send sees its end
                 nready, rsize = _release(w, t_end, t, ready_at, pending, ready, nready, rkey, rid, rsize)
-    for q in range(count):
-        j = batch[q]
-        k = link[0, j]
-        if k >= 0 and not flag[TAKEN, k]:
-            flag[PARKED, j] = True
+            elif not parked:  # a wait for a reception sees its completion (and reduction)
+                nready, rsize = _release(w, fin, t, ready_at, pending, ready, nready, rkey, rid, rsize)
+        if parked:
             continue
-        nready, rsize = _take(j, t, tx, cost, flag, dst, src, rstate, succ_ptr, succ_idx, ready_at, pending, ready,
-                              nready, rkey, rid, rsize)
         k = link[1, j]
         while k >= 0 and flag[PARKED, k]:  # receptions ordered after it that arrived first
             flag[PARKED, k] = False
