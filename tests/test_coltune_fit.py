@@ -374,3 +374,28 @@ def test_the_reduction_rate_is_fitted_beside_the_channels():
     table = collective_fit_sections(fit)["reduction"]["fitted"]
     law = ReductionLaw.from_dict("fitted", table)
     assert law.times(np.array([1e6]))[0] == pytest.approx(1e6 * fit.extra["reduction_s_per_byte"])
+
+
+def test_a_parameter_reprices_only_the_points_it_can_move():
+    """The fit's finite differences price a point again only for the parameters that can move it (its
+    channels; the reduction rate where a transmission combines): one node's points not for the network,
+    a bcast not for the reduction rate, and the fit lands on the same numbers as pricing every point."""
+    from commcost.calibration.fit_from_collectives import extra_parameters
+
+    platform, _ = load_platform(HERE.parent / "examples" / "cluster" / "platform.toml")
+    labels, placed = _synthetic(platform, (Collective.BCAST, Collective.REDUCE), procs=(8, 32), sizes=(64, 65536))
+    points = [Point(c, a, p, n, 0.0, statistic="mean") for c, a, p, n in labels]
+    extra = extra_parameters(points)
+    price = pricer("hockney", placed, ["shm", "ib"], ["mean"] * len(points), extra)
+    one_node = np.array([p.nprocs <= 16 for p in points])
+    reducing = np.array([p.collective == "reduce" for p in points])
+    assert not price.touches[one_node][:, 2:4].any() and price.touches[~one_node][:, 2:4].all()
+    assert price.touches[:, :2].all() and (price.touches[:, 4] == reducing).all()
+    truth = np.array([0.5e-6, 0.1e-9, 2.0e-6, 0.4e-9, 0.5e-9])
+    rows = np.flatnonzero(~one_node)
+    assert np.array_equal(price(truth, rows), price(truth)[rows])
+    measured = price(truth) * np.random.default_rng(3).lognormal(0.0, 0.05, len(points))
+    rows = [Point(p.collective, p.algorithm, p.nprocs, p.nbytes, t, statistic="mean") for p, t in zip(points, measured)]
+    fast = fit_model("hockney", rows, ["shm", "ib"], price, extra=extra)
+    everything = fit_model("hockney", rows, ["shm", "ib"], lambda theta: price(theta), extra=extra)
+    assert np.array_equal(fast.theta, everything.theta) and fast.weak == everything.weak

@@ -185,6 +185,18 @@ def test_tune_html_has_provenance_confidence_fit_quality_selection_and_deploy(tu
         assert heading in text, heading
     assert "calibrated on peak" in text and "coll_tuned_dynamic_rules_filename" in text
     assert "extrapolated" in text and "median margin to runner-up" in text
+    # issue 35 item 5: the cross-validation figures, as report.json holds them, and the way kept
+    import json
+
+    strategy = json.loads((tuned_from_sweeps.parent / "run" / "report.json").read_text())["selections"][
+        "bcast.ompi"]["strategy"]
+    assert "How to choose, by cross-validation over P" in text
+    row = re.search(r"<tr><td>bcast\.ompi</td>(.*?)</tr>", text.split("How to choose")[1]).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert cells[0] == ", ".join(map(str, strategy["folds"])) and cells[-1] == strategy["chosen"]
+    for cell, way in zip(cells[1:5], ("default", "constant", "anchored", "model")):
+        pen = strategy["cv_mean_penalty_pct"].get(way)
+        assert cell == ("-" if pen is None else f"{round(pen, 1):g}") or float(cell) == round(pen, 1), (way, cell)
 
 
 @needs_browser

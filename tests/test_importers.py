@@ -199,3 +199,8 @@ def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
     assert "cannot read the IMB output" in capsys.readouterr().err
     assert main(["import", "osu", good, "--nprocs", "-3", "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip() == "commcost: --nprocs: expected an integer >= 1, got -3"
+    # issue 38: a row names one channel; a list is refused, not stored as a channel called 'a,b'
+    assert main(["import", "osu", good, "--nprocs", "4", "--channel", "a,b", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--channel" in err and "expected one channel name" in err and "'a,b'" in err and "\n" not in err
+    assert not out.exists()

@@ -93,3 +93,19 @@ def test_modules_stay_small():
         if lines > MAX_LINES:
             over[name] = lines
     assert not over, f"modules over {MAX_LINES} lines: {over}"
+
+
+# what marks a test module as starting real MPI ranks (tests/conftest.py runs those one at a time)
+LAUNCHES_MPI = ("@needs_mpi", "@needs_netns", "@needs_slurm", "ompi_monitoring", "find_mpirun", "mpiexec", "MPIRUN")
+
+
+def test_every_module_that_starts_mpi_ranks_runs_in_the_one_at_a_time_group():
+    """Two real-MPI tests at once on a 2-core machine break each other's budgets: every test module that
+    launches ranks is in conftest.REAL_MPI_MODULES (and every listed module exists)."""
+    import conftest
+
+    tests = ROOT / "tests"
+    launching = {p.stem for p in tests.glob("test_*.py")
+                 if p.name != Path(__file__).name and any(s in p.read_text() for s in LAUNCHES_MPI)}
+    assert launching - conftest.REAL_MPI_MODULES == set()
+    assert {m for m in conftest.REAL_MPI_MODULES if not (tests / f"{m}.py").is_file()} == set()

@@ -114,6 +114,8 @@ def test_node_contention_gives_one_domain_per_sending_node(tmp_path):
     (("name = \"a{i}\"", "name = \"a\""), "nodes[0].name: count = 2 needs a name pattern with {i}"),
     (("site = \"south\"", ""), "line 23: nodes[2]: missing field 'site'"),
     (("levels = [\"cluster\", \"site\"]", "levels = [\"cluster\", \"site\""), "line 5: not valid TOML"),
+    (("name = \"ib\"", "name = \"shm\""),
+     "line 35: channels[1].name: channel name 'shm' is used twice; expected unique channel names"),
 ])
 def test_bad_platforms_name_file_line_and_field(tmp_path, edit, message):
     old, new = edit

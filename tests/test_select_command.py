@@ -69,7 +69,13 @@ def test_select_with_paper004_model_chooses_among_the_algorithms_it_models(capsy
     (["--sizes", "1..4XB"], "--sizes: expected a size such as 4096, 64KiB"),
     (["--sizes", "1..4MB"], "--sizes: '4MB' is ambiguous (1000 or 1024?): write 4MiB"),
     (["--procs", "2..100000"], "the platform has 2048"),
-    (["--algorithms", "nosuch"], "--algorithms: no ompi bcast algorithm matches"),
+    (["--algorithms", "nosuch"], "--algorithms: no ompi bcast algorithm named 'nosuch'; expected some of "),
+    # issue 38: a bogus name among real ones, or an empty list, is refused, not run without it
+    (["--algorithms", "binomial,bogus"], "--algorithms: no ompi bcast algorithm named 'bogus'"),
+    (["--algorithms", ""], "--algorithms: expected a comma list of ompi bcast algorithm names (basic_linear"),
+    (["--algorithms", "binomial,,knomial"], "--algorithms: expected a comma list"),
+    (["--ppn", "0"], "--ppn: expected ranks per node >= 1, got 0"),
+    (["--ppn", "-3"], "--ppn: expected ranks per node >= 1, got -3"),
 ])
 def test_bad_select_options_are_one_line_exit_2(capsys, argv, expected):
     code, _, err = run(capsys, *BASE, *argv)

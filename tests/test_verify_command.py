@@ -126,7 +126,7 @@ def test_bad_input_is_one_line(tmp_path, capsys):
 @needs_mpi
 def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
     folder = _rules_dir(tmp_path)
-    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet",
+    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "24", "--quiet",
                  "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     report = json.loads((folder / "verify.json").read_text())
@@ -136,7 +136,7 @@ def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
         assert p["default_runs"].startswith("fixed: ")
     assert "gain" in out and "predicted" in out
     # a second run reuses what verify.csv holds; rules newer than it start over
-    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "12", "--quiet", "--html",
+    assert main(["verify", str(folder), "--procs", "2,3", "--sizes", "1KiB", "--budget", "24", "--quiet", "--html",
                  str(tmp_path / "verify.html"), "--rounds", "1"]) == 0
     assert "reusing the points" in capsys.readouterr().out
     page = (tmp_path / "verify.html").read_text()  # the reused points on one page, the rules files' digests on top
@@ -144,7 +144,7 @@ def test_verify_times_both_sides_and_resumes(tmp_path, capsys):
     assert page.count("data:image/png;base64,") == 1 and "tuned rule: basic_linear" in page
     later = time.time() + 5
     os.utime(folder / "ompi-rules.conf", (later, later))
-    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "12", "--quiet",
+    assert main(["verify", str(folder), "--procs", "2", "--sizes", "1KiB", "--budget", "24", "--quiet",
                  "--rounds", "1"]) == 0
     assert "measuring afresh (the rules changed" in capsys.readouterr().out
 

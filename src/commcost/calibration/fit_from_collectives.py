@@ -160,6 +160,9 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     pv = np.array([prior[j] for j in pj.tolist()])
     floor = 1e-3 * theta  # the smallest step and scale a parameter gets (it may reach its bound 0)
     t0 = price(theta)  # the model's times at theta, carried from step to step
+    touches = getattr(price, "touches", None)  # a Pricer: which points each parameter can move
+    if touches is not None and touches.shape != (len(points), k):
+        touches = None
     pricings = 2
 
     def loss(t: np.ndarray) -> float:
@@ -170,12 +173,16 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     used = np.zeros(k, bool)
     steps = 0
     for steps in range(1, max_steps + 1):
-        G = np.empty((len(points), k))
+        G = np.zeros((len(points), k))
         for j in range(k):
             h = 1e-3 * max(theta[j], floor[j])  # a parameter at its bound 0 still gets its column
             moved = theta.copy()
             moved[j] += h
-            G[:, j] = (price(moved) - t0) / h
+            if touches is None:
+                G[:, j] = (price(moved) - t0) / h
+            elif touches[:, j].any():  # the points j cannot move keep their price: a zero difference
+                rows = np.flatnonzero(touches[:, j])
+                G[rows, j] = (price(moved, rows) - t0[rows]) / h
         pricings += k
         used |= np.abs(G).max(axis=0) > 0
         G[:, ~used] = 0.0
@@ -231,7 +238,16 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     here = loss(modelled)
     flat = []  # parameters whose doubling and halving both move the loss by under WEAK_LOSS
     for j in np.flatnonzero(used):
-        moved = [loss(price(theta * np.where(np.arange(k) == j, f, 1.0))) for f in (2.0, 0.5)]
+        moved = []
+        for f in (2.0, 0.5):
+            scaled = theta * np.where(np.arange(k) == j, f, 1.0)
+            if touches is None:
+                moved.append(loss(price(scaled)))
+            else:
+                rows = np.flatnonzero(touches[:, j])
+                t = modelled.copy()
+                t[rows] = price(scaled, rows)
+                moved.append(loss(t))
         pricings += 2
         if max(abs(m - here) for m in moved) < WEAK_LOSS * here:  # (a perfect fit, loss 0, moves any way)
             flat.append(j)
@@ -403,31 +419,64 @@ def extra_parameters(points: Sequence[Point]) -> tuple[str, ...]:
     return ("reduction_s_per_byte",) if any(p.collective in REDUCING for p in points) else ()
 
 
-def pricer(model: str, placed, channels: Sequence[str],
-           statistics: Sequence[str] | None = None, extra: Sequence[str] = ()) -> Callable[[np.ndarray], np.ndarray]:
+class Pricer:
     """``price(theta)``: every placed schedule's time under ``model`` (hockney, loggph or taulop) with the
     :data:`MODEL_PARAMS` of each of ``channels`` (tau-Lop: tables, :func:`fitted_units`) in order taken
     from ``theta``: the statistic over ranks each point's benchmark reported (``statistics``, one per
     schedule, :meth:`Model.statistic_s`; None: the last rank's, the schedule's total). A mean or a minimum
     over ranks of piecewise-linear ends is piecewise linear in theta too: the fit's steps stay exact.
-    ``extra``: the trailing parameters of theta beyond the channels' (:func:`extra_parameters`)."""
-    from commcost.models import MODELS
+    ``extra``: the trailing parameters of theta beyond the channels' (:func:`extra_parameters`).
 
-    names = MODEL_PARAMS[model]
-    params_class = MODELS[model].PARAMS
-    tau_max = taulop_tau_max(placed)
+    ``price(theta, rows)`` prices only the points ``rows`` (indices); ``touches[i, j]`` says whether
+    parameter j can move point i at all (its schedule has a transmission on the parameter's channel, or
+    reads its tau-Lop table; the reduction rate moves schedules with a combining transmission only), so a finite difference
+    in j need only price the points it touches: the others' prices are the same numbers."""
 
-    def price(theta: np.ndarray) -> np.ndarray:
-        per = len(names)
-        if model == "taulop":
-            data: dict = {"beyond_m": "slope", **taulop_tables(theta[:per * len(channels)], channels, tau_max)}
+    def __init__(self, model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
+                 extra: Sequence[str] = ()):
+        from commcost.models import MODELS
+
+        self.model, self.placed, self.channels = model, list(placed), list(channels)
+        self.statistics = None if statistics is None else list(statistics)
+        self.extra = list(extra)
+        self.names = MODEL_PARAMS[model]
+        self.params_class = MODELS[model].PARAMS
+        self.tau_max = taulop_tau_max(self.placed)
+        self.touches = self._touches()
+
+    def _touches(self) -> np.ndarray:
+        per, units = len(self.names), self.channels
+        out = np.ones((len(self.placed), per * len(units) + len(self.extra)), bool)
+        for i, p in enumerate(self.placed):
+            by_name = {c.name: c for c in p.platform.channels}
+            used = {p.platform.channels[c].name for c in np.unique(p.channel).tolist()}
+            if self.model == "taulop":
+                used |= {t for c in list(used) for t in by_name[c].transfers}
+            for u, unit in enumerate(units):
+                out[i, per * u:per * (u + 1)] = unit in used
+            if "reduction_s_per_byte" in self.extra:  # only a combining transmission pays gamma(m)
+                out[i, per * len(units) + self.extra.index("reduction_s_per_byte")] = bool(p.schedule.combine.any())
+        return out
+
+    def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        from commcost.models import MODELS
+
+        per, channels = len(self.names), self.channels
+        if self.model == "taulop":
+            data: dict = {"beyond_m": "slope", **taulop_tables(theta[:per * len(channels)], channels, self.tau_max)}
         else:
-            data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(names)}
+            data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(self.names)}
                     for i, c in enumerate(channels)}
-        priced = MODELS[model](params_class.from_dict(data))
-        if "reduction_s_per_byte" in extra:
-            priced.with_reduction(reduction_law(theta[per * len(channels) + list(extra).index("reduction_s_per_byte")]))
-        if statistics is None:
-            return np.array([priced.total_time_s(p) for p in placed])
-        return np.array([priced.statistic_s(p, stat) for p, stat in zip(placed, statistics)])
-    return price
+        priced = MODELS[self.model](self.params_class.from_dict(data))
+        if "reduction_s_per_byte" in self.extra:
+            priced.with_reduction(reduction_law(theta[per * len(channels) + self.extra.index("reduction_s_per_byte")]))
+        index = range(len(self.placed)) if rows is None else np.asarray(rows, dtype=np.int64).tolist()
+        if self.statistics is None:
+            return np.array([priced.total_time_s(self.placed[i]) for i in index], dtype=np.float64)
+        return np.array([priced.statistic_s(self.placed[i], self.statistics[i]) for i in index], dtype=np.float64)
+
+
+def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
+           extra: Sequence[str] = ()) -> Pricer:
+    """The :class:`Pricer` of ``placed``."""
+    return Pricer(model, placed, channels, statistics, extra)

@@ -220,12 +220,13 @@ def strategy_line(strategy) -> str:
             f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}")
 
 
-def _page(args: argparse.Namespace, collective, label: str, result, scores, names, totals, nchoices: int):
+def _page(args: argparse.Namespace, collective, label: str, result, scores, names, totals, nchoices: int,
+          strategy=None):
     """``--html``: the penalties, the model's picks beside the measured best on a map, and every point."""
     from commcost.report.html_page import HtmlPage
     from commcost.report.provenance import run_provenance
     from commcost.report.selection_map import figure_png, map_figure
-    from commcost.report.selection_page import PENALTY_HEADERS, penalty_rows
+    from commcost.report.selection_page import PENALTY_HEADERS, add_cross_validation, penalty_rows
     from commcost.units import format_nbytes
 
     page = HtmlPage(f"commcost evaluate-selection: {collective.value}",
@@ -235,6 +236,7 @@ def _page(args: argparse.Namespace, collective, label: str, result, scores, name
     page.paragraph(f"Selection by {args.model} fitted on {args.train.name}, scored on {args.test.name}: "
                    f"{len(scores)} points, {nchoices} algorithms measured (paper 004 Table 3).")
     page.table(PENALTY_HEADERS, penalty_rows(totals))
+    add_cross_validation(page, {collective.value: None if strategy is None else strategy.to_dict()})
     procs, sizes = list(result.procs), list(result.sizes)
     best = {(s.nprocs, s.nbytes): s.best for s in scores}
     measured = [[best.get((p, m)) for m in sizes] for p in procs]
@@ -325,7 +327,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     names = [*strategies, *timed, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}
     if args.html:
-        write_html(args, _page(args, collective, label, result, scores, names, totals, len(choices)))
+        write_html(args, _page(args, collective, label, result, scores, names, totals, len(choices), strategy))
     if args.format == "json":
         print(json.dumps({
             "collective": collective.value, "model": args.model, "train": str(args.train), "test": str(args.test),

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from commcost.cli.options import add_format_option, print_json, wants_json
+from commcost.cli.options import add_format_option, channel_name, print_json, wants_json
 from commcost.cli.registry import command
 
 
@@ -64,6 +64,8 @@ def _import(args: argparse.Namespace) -> int:
 
     if args.import_format == "coltune":
         return _import_coltune(args)
+    if args.channel is not None:
+        channel_name(args.channel)
     context = RunContext(collective=args.collective, algorithm=args.algorithm,
                          nprocs=getattr(args, "nprocs", None), ppn=args.ppn, nnodes=args.nnodes,
                          channel=args.channel, mpi=args.mpi, host=args.host, run=args.run)

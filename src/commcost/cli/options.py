@@ -41,6 +41,16 @@ def add_unit_option(p: argparse.ArgumentParser, default: str = "us") -> None:
 MAX_BUDGET_S = 7 * 24 * 3600.0  # a week: longer is a typo, not a plan
 
 
+def channel_name(text: str, where: str = "--channel") -> str:
+    """One channel's name as an option gives it (letters, digits, '_', '-' or '.'), not a list: else an
+    :class:`InputError` naming the option."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", text):
+        raise InputError(f"expected one channel name (letters, digits, _ - .), got {text[:80]!r}", where=where)
+    return text
+
+
 def seconds_budget(text: str) -> float:
     """An argparse type: a number of seconds, finite, above 0 and at most :data:`MAX_BUDGET_S`."""
     try:
@@ -139,7 +149,9 @@ def load_mapping(args: argparse.Namespace, platform, spec, nprocs: int):
         except InputError as exc:
             raise exc.located(where="--mapping") from None
         base_dir, where = Path.cwd(), "--mapping"
-    elif getattr(args, "ppn", None):
+    elif getattr(args, "ppn", None) is not None:
+        if args.ppn < 1:
+            raise InputError(f"expected ranks per node >= 1, got {args.ppn}", where="--ppn")
         spec, where = MappingSpec(MappingKind.SEQUENTIAL, ppn=args.ppn), "--ppn"
     if spec is None:
         raise InputError("the platform has no [mapping] section; expected one there, --mapping or --ppn",

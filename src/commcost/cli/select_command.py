@@ -36,7 +36,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="segment sizes to try where an algorithm takes one (decision variable; 0 = none)")
     p.add_argument("--fanouts", default="", help="chain fan-outs to try (default: the library's)")
     p.add_argument("--radixes", default="", help="k-nomial radixes to try (default: the library's)")
-    p.add_argument("--algorithms", default="", help="only these algorithm names (comma list)")
+    p.add_argument("--algorithms", default=None, help="only these algorithm names (comma list; default all)")
     p.add_argument("--algorithm-fit", action="store_true",
                    help="correct each Open MPI algorithm's price by the params file's [algorithm_fit.<collective>."
                         "<name>] (a_s + b T, from calibrate --benchmarks ...,collectives)")
@@ -69,6 +69,25 @@ def variables(args: argparse.Namespace) -> dict[str, list[int]]:
     if args.radixes:
         out["radix"] = _values(args.radixes, "--radixes")
     return {k: v for k, v in out.items() if v}
+
+
+def algorithm_names(text: str | None, collective, library: str) -> list[str]:
+    """``--algorithms``: the names listed (none: every algorithm), each one the library models for the
+    collective; an empty list or an unknown name is an error naming the valid ones."""
+    from commcost.collectives import algorithms
+
+    if text is None:
+        return []
+    names = [a.strip() for a in text.split(",")]
+    known = sorted({a.name for a in algorithms(collective) if a.library == library})
+    if not any(names) or not all(names):
+        raise InputError(f"expected a comma list of {library} {collective.value} algorithm names "
+                         f"({', '.join(known)}), got {text!r}", where="--algorithms")
+    unknown = [n for n in names if n not in known]
+    if unknown and known:  # (none known: the library models no such collective, said below)
+        raise InputError(f"no {library} {collective.value} algorithm named {', '.join(map(repr, unknown))}; "
+                         f"expected some of {', '.join(known)}", where="--algorithms")
+    return names
 
 
 def make_pricer(args: argparse.Namespace, procs: list[int]):
@@ -134,7 +153,7 @@ def _select(args: argparse.Namespace) -> int:
                          where="--write-mpich-json")
     procs = parse_points(args.procs, "--procs", 2)
     sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
-    only = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    only = algorithm_names(args.algorithms, collective, args.library)
     choices = candidates(collective, args.library, variables(args), only or None)
     if not choices and not only:
         from commcost.collectives import algorithms

@@ -113,6 +113,8 @@ def _channels(root: Table) -> list[Channel]:
     for index, entry in enumerate(root.tables("channels")):
         entry.only("name", "id", "level", "transfers", "contention", "nominal_latency_s", "nominal_bandwidth")
         name = entry.text("name")
+        if any(c.name == name for c in channels):
+            raise entry.error("name", f"channel name {name!r} is used twice; expected unique channel names")
         contention = entry.text("contention", "channel", choices=[c.value for c in ContentionScope])
         channels.append(Channel(name, entry.integer("id", index, minimum=0), entry.text("level"),
                                 entry.strings("transfers", default=[name]), ContentionScope(contention),

@@ -46,3 +46,35 @@ def add_selection(page: HtmlPage, heading: str, *, title: str, size_title: str, 
     page.subheading("Rules")
     page.preformatted(rules_text)
     return map_png
+
+
+CV_WAYS = ("default", "constant", "anchored", "model")  # as commcost.selection.strategies.STRATEGIES, safest first
+CV_CAPTION = ("Forward cross-validation over P: each held-out process count is scored with the model refitted on "
+              "fewer ranks; mean penalty (%) against the measured best of each way of choosing (default: no "
+              "rule, the library decides; constant: the one algorithm best on the training rows; anchored: each "
+              "algorithm's measured time at the largest trained P carried by the model's growth; model: the "
+              "model's fastest). The least is kept, a tie keeps the safer; '-' could not be scored in any fold.")
+
+
+def cross_validation_rows(strategies: Mapping[str, Mapping[str, Any] | None]) -> list[list[Any]]:
+    """Table rows, one per collective, of :meth:`commcost.selection.strategies.StrategyChoice.to_dict` data:
+    held-out P, each way's cross-validated mean penalty and the way kept."""
+    rows = []
+    for name, info in strategies.items():
+        if not info:
+            continue
+        pens = info.get("cv_mean_penalty_pct") or {}
+        rows.append([name, ", ".join(map(str, info.get("folds") or [])) or "none",
+                     *(None if pens.get(way) is None else round(float(pens[way]), 1) for way in CV_WAYS),
+                     info.get("chosen")])
+    return rows
+
+
+def add_cross_validation(page: HtmlPage, strategies: Mapping[str, Mapping[str, Any] | None]) -> None:
+    """A subsection: the cross-validated way of choosing per collective (tune --from-measurements,
+    evaluate-selection); nothing when no collective was cross-validated."""
+    rows = cross_validation_rows(strategies)
+    if not rows:
+        return
+    page.subheading("How to choose, by cross-validation over P")
+    page.table(("collective", "held-out P", *(f"{way} %" for way in CV_WAYS), "kept"), rows, caption=CV_CAPTION)

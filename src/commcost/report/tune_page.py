@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from commcost.report.fit_figures import QUALITY_HEADERS, ChannelResiduals, quality_rows, residual_figure
 from commcost.report.html_page import HtmlPage
 from commcost.report.selection_map import figure_png
-from commcost.report.selection_page import add_selection
+from commcost.report.selection_page import add_cross_validation, add_selection
 from commcost.report.verify_page import add_verify
 
 MAX_UNCONVERGED_ROWS = 40
@@ -45,6 +45,7 @@ def _confidence(page: HtmlPage, report: Mapping[str, Any], warnings: Sequence[st
                     "median margin to runner-up", "picks within 5 %"), rows,
                    caption="A pick whose margin is under the fit's error is a coin toss; extrapolated points "
                            "rest on the model alone.")
+    add_cross_validation(page, {name: info.get("strategy") for name, info in report.get("selections", {}).items()})
     unconverged = report.get("unconverged") or []
     if unconverged:
         page.subheading(f"Points whose confidence interval was not met ({len(unconverged)})")

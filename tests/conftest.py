@@ -1,0 +1,34 @@
+"""Test-suite wiring: the tests that start real MPI ranks run one at a time.
+
+The README's test command runs the suite on every core (pytest-xdist,
+``-n auto --dist loadgroup``). Tests that launch real MPI ranks (Open MPI's
+ranks spin while they wait) would slow each other down and break their
+budgets if two ran at once on a 2-core machine, so every test of the
+modules in :data:`REAL_MPI_MODULES` carries the ``real_mpi`` mark and one
+xdist group: one worker runs them in turn while the others take the
+model-only tests. ``-m real_mpi`` runs only them, ``-m "not real_mpi"``
+everything else. tests/test_layers.py checks that a module launching MPI
+is in the list.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+REAL_MPI_MODULES = frozenset({
+    "test_arrangement_outputs", "test_calibrate_real_mpi", "test_collective_calibration", "test_map_search",
+    "test_measure_kernel", "test_measure_pattern", "test_mpi_benchmarks_real", "test_netns_two_nodes",
+    "test_ompi_fixed_real", "test_slurm_two_nodes", "test_tune_command",
+    "test_tune_confidence", "test_tuning_files_mpich", "test_tuning_files_real_mpi", "test_verify_command",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real_mpi: starts real MPI ranks; these run one at a time (one xdist group)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in REAL_MPI_MODULES:
+            item.add_marker(pytest.mark.real_mpi)
+            item.add_marker(pytest.mark.xdist_group("real_mpi"))
