@@ -282,7 +282,9 @@ def channel_table(
 ) -> list[Any]:
     """Per-channel parameters in the platform's channel order (None for channels the schedule
     does not use); names the first used channel that has none."""
-    used = set(np.unique(placed.channel).tolist())
+    used = placed.__dict__.get("_used_channels")  # kept on the placed schedule: a fit prices it again and again
+    if used is None:
+        used = placed.__dict__["_used_channels"] = frozenset(np.unique(placed.channel).tolist())
     rows = []
     for index, channel in enumerate(placed.platform.channels):
         if channel.name not in per_channel and index not in used:

@@ -263,29 +263,53 @@ def receives_alone(dst: np.ndarray, nprocs: int) -> bool:
     return len(dst) == 0 or int(np.bincount(dst, minlength=nprocs).max()) <= 1
 
 
+def _structure(src, dst, after_ptr, after_idx, nprocs: int, recv_prev) -> tuple:
+    """What :func:`dependency_times` needs of a schedule apart from its times: its index arrays as int64,
+    whether receptions are ordered, whether every rank receives at most once, and the derived links
+    (successors, each sender's previous and next transmission, each ordered reception's next)."""
+    n = len(src)
+    args = [np.ascontiguousarray(a, dtype=np.int64) for a in (src, dst, after_ptr, after_idx)]
+    ordered = recv_prev is not None and bool(np.any(np.asarray(recv_prev) >= 0))
+    rprev = np.full(n, -1, np.int64) if not ordered else np.ascontiguousarray(recv_prev, dtype=np.int64)
+    succ_ptr, succ_idx = successors(args[2], args[3], n)
+    prev = previous_of_sender(args[0])
+    return args, ordered, receives_alone(args[1], nprocs), rprev, succ_ptr, succ_idx, prev, next_of(prev), \
+        next_of(rprev)
+
+
+def _per_transmission(a, n: int) -> np.ndarray:
+    """``a`` as n contiguous float64 (a scalar repeated); an array that already is one is taken as it is."""
+    if isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (n,) and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.float64)
+
+
+STRUCTURE_KEY = "_dependency_structure"  # where a schedule keeps its structure once computed
+
+
 def dependency_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray, nprocs: int,
                      send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
                      recv_service_s: np.ndarray | None = None,
                      serialize: bool = True, recv_occupancy_s: np.ndarray | None = None,
-                     recv_prev: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     recv_prev: np.ndarray | None = None, schedule=None) -> tuple[np.ndarray, np.ndarray]:
     """``(start, done)`` of every transmission of a dependency schedule (seconds from its start), by the
     recurrences of the module docstring; ``serialize``: a sender injects one message at a time;
-    ``recv_prev``: the reception its receiver takes before each one (-1: any order)."""
+    ``recv_prev``: the reception its receiver takes before each one (-1: any order). ``schedule``: the
+    :class:`~commcost.schedule.Schedule` these arrays are of, which then keeps their derived structure for
+    the next pricing (a fit prices the same schedules hundreds of times)."""
     n = len(src)
     if n == 0:
         return np.zeros(0), np.zeros(0)
-    args = [np.ascontiguousarray(a, dtype=np.int64) for a in (src, dst, after_ptr, after_idx)]
-    busy, inject, flight = (np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.float64)
-                            for a in (send_busy_s, inject_s, flight_s))
-    service = np.zeros(n) if recv_service_s is None else np.ascontiguousarray(
-        np.broadcast_to(recv_service_s, (n,)), dtype=np.float64)
-    occupancy = np.zeros(n) if recv_occupancy_s is None else np.ascontiguousarray(
-        np.broadcast_to(recv_occupancy_s, (n,)), dtype=np.float64)
-    ordered = recv_prev is not None and bool(np.any(np.asarray(recv_prev) >= 0))
-    if not ordered and not np.any(service) and (not np.any(occupancy) or receives_alone(args[1], nprocs)):
+    cached = None if schedule is None else schedule.__dict__.get(STRUCTURE_KEY)
+    if cached is None:
+        cached = _structure(src, dst, after_ptr, after_idx, nprocs, recv_prev)
+        if schedule is not None:
+            schedule.__dict__[STRUCTURE_KEY] = cached  # (a frozen dataclass: its fields stay as they are)
+    args, ordered, alone, rprev, succ_ptr, succ_idx, prev, nxt, rnext = cached
+    busy, inject, flight = (_per_transmission(a, n) for a in (send_busy_s, inject_s, flight_s))
+    service = np.zeros(n) if recv_service_s is None else _per_transmission(recv_service_s, n)
+    occupancy = np.zeros(n) if recv_occupancy_s is None else _per_transmission(recv_occupancy_s, n)
+    if not ordered and not np.any(service) and (not np.any(occupancy) or alone):
         return _one_pass(*args, busy, inject, flight, nprocs, serialize)
-    rprev = np.full(n, -1, np.int64) if not ordered else np.ascontiguousarray(recv_prev, dtype=np.int64)
-    succ_ptr, succ_idx = successors(args[2], args[3], n)
-    prev = previous_of_sender(args[0])
-    return _events(*args, succ_ptr, succ_idx, prev, next_of(prev), busy, inject, flight, service, occupancy, rprev,
-                   next_of(rprev), nprocs, serialize)
+    return _events(*args, succ_ptr, succ_idx, prev, nxt, busy, inject, flight, service, occupancy, rprev,
+                   rnext, nprocs, serialize)

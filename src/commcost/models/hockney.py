@@ -98,7 +98,8 @@ class Hockney(Model):
         s = placed.schedule
         busy = self._times(placed)
         start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                       self.receive_service_s(placed), recv_occupancy_s=busy, recv_prev=s.recv_prev)
+                                       self.receive_service_s(placed), recv_occupancy_s=busy, recv_prev=s.recv_prev,
+                                       schedule=s)
         return start + busy, done
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:

@@ -73,7 +73,7 @@ def completions_of(placed: PlacedSchedule, params: LogGPArrays,
     service = o_recv if reduction_s is None else o_recv + reduction_s
     start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
                                    inject + L, service, recv_occupancy_s=loggp_receive_occupancy(s.nbytes, g, G),
-                                   recv_prev=s.recv_prev)
+                                   recv_prev=s.recv_prev, schedule=s)
     return start + inject, done
 
 

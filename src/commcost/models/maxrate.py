@@ -300,7 +300,7 @@ class MaxRate(Model):
         busy = self.message_times(placed)
         start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
                                        self.receive_service_s(placed), recv_occupancy_s=self.receive_occupancy_s(placed),
-                                       recv_prev=s.recv_prev)
+                                       recv_prev=s.recv_prev, schedule=s)
         return start + busy, done
 
     def terms(self, placed: PlacedSchedule) -> list[Terms]:
