@@ -84,3 +84,21 @@ def test_only_the_regime_of_the_largest_trained_p_is_held_out():
     assert across.folds == [32, 64] and across.chosen == "anchored" and across.penalties["constant"] > 0
     one = choose_strategy(measured, defaults, ["a", "b"], lambda p: None, regime=lambda p: p >= 32)
     assert one.chosen == "default"  # the constant loses at 32 and the model is not there to vouch for
+
+
+def test_with_one_held_out_p_another_way_must_beat_the_default_by_the_tolerance():
+    """Only P = 64 is across nodes: one fold. The model beats the default there by 10 points (a gain one
+    sample cannot vouch for): the default is kept; by 50 points, the model is."""
+    from commcost.selection.strategies import SINGLE_FOLD_MARGIN_PCT
+
+    def truth(alg, p, n):
+        return 1.0 if (alg == "a") == (p <= 32) else 3.0
+    measured = table(truth)
+    times = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
+    regime = lambda p: p >= 64  # noqa: E731
+    for default_s, kept in ((1.10, "default"), (1.50, "anchored")):
+        defaults = {pt: default_s for pt in measured}
+        choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: times, regime=regime)
+        assert choice.folds == [64] and choice.penalties["default"] == pytest.approx(100 * (default_s - 1))
+        assert choice.penalties["anchored"] == pytest.approx(0.0) and choice.chosen == kept
+    assert SINGLE_FOLD_MARGIN_PCT == 15.0
