@@ -29,6 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in REAL_MPI_MODULES:
+        module = getattr(item, "module", None)  # (an item that is not a Python test function has none)
+        if module is not None and module.__name__.rsplit(".", 1)[-1] in REAL_MPI_MODULES:
             item.add_marker(pytest.mark.real_mpi)
             item.add_marker(pytest.mark.xdist_group("real_mpi"))
