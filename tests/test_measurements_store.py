@@ -132,6 +132,9 @@ def test_a_header_cut_short_is_rewritten(tmp_path):
      "m.csv:line 3: benchmark: expected a benchmark name, got an empty one"),
     ("pingpong,,,2,1,2,shm,8",
      "m.csv:line 3: expected 24 cells as in the header, got 8"),
+    ("pingpong,,,2,1,2,shm,8,,,0,100," + "1" * 200_000 + ",,,,,,,,,,,",  # issue 38: no csv.Error
+     "m.csv:line 3: not a CSV line this reader takes (field larger than field limit (131072); expected short "
+     "cells)"),
 ])
 def test_errors_name_file_line_and_column(tmp_path, monkeypatch, line, message):
     monkeypatch.chdir(tmp_path)

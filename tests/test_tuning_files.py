@@ -123,6 +123,7 @@ def test_round_trip_is_exact_for_any_selection(tmp_path_factory, sel):
     ("1\n7\n1\n0 1\n0 one 0 0\n", "line 5", "not a number"),
     ("1\n7\n2\n8 1\n0 1 0 0\n4 1\n0 6 0 0\n", "line 6", "communicator size 4"),
     ("1\n7\n1\n0 1\n0 -1 0 0\n", "line 5", "algorithm"),
+    ("1\n7\n1\n" + "9" * 1_000_000 + "\n", "line 4", "a number of 1,000,000 characters; expected at most 24"),
 ])
 def test_bad_classic_files_name_file_line_and_field(tmp_path, text, where, words):
     path = tmp_path / "bad.txt"

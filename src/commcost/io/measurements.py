@@ -243,17 +243,27 @@ def _complete_text(path: Path) -> tuple[str, int]:
         raise InputError("not UTF-8 text", source=str(path), where=f"line {line}") from None
 
 
+def _cells(line: str, source: str, number: int) -> list[str]:
+    """One CSV line's cells; a cell past the csv module's field limit (131,072 characters) is an error
+    naming the file and line, not a csv.Error."""
+    try:
+        return next(csv.reader([line]))
+    except csv.Error as exc:
+        raise InputError(f"not a CSV line this reader takes ({exc}; expected short cells)", source=source,
+                         where=f"line {number}") from None
+
+
 def _parse(text: str, source: str) -> list[Measurement]:
     lines = text.splitlines()
     if not lines:
         return []
-    header = [c.strip() for c in next(csv.reader([lines[0]]))]
+    header = [c.strip() for c in _cells(lines[0], source, 1)]
     _check_header(header, source)
     rows: list[Measurement] = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        cells = next(csv.reader([line]))
+        cells = _cells(line, source, number)
         if len(cells) != len(header):
             raise InputError(f"expected {len(header)} cells as in the header, got {len(cells)}",
                              source=source, where=f"line {number}")

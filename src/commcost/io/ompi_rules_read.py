@@ -32,6 +32,9 @@ _HEADER = re.compile(r"rule-file-version-(\d+)")
 _NUMBER = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
 
 
+MAX_DIGITS = 24  # the longest number a C long holds: 0x + 16 hex digits, 0 + 22 octal, or 19 decimal, signed
+
+
 def _c_long(word: str) -> int:
     """A number as C's ``%li`` reads it: decimal, ``0x`` hexadecimal or ``0`` octal."""
     digits = word.lstrip("+-")
@@ -55,8 +58,11 @@ class _Tokens:
         for number, line in enumerate(text.split("\n"), start=1):
             for word in line.split("#", 1)[0].split():
                 if not _NUMBER.fullmatch(word):
-                    raise InputError(f"{word!r} is not a number (Open MPI would skip it, which hides mistakes)",
-                                     source=source, where=f"line {number}")
+                    raise InputError(f"{word[:40]!r} is not a number (Open MPI would skip it, which hides "
+                                     "mistakes)", source=source, where=f"line {number}")
+                if len(word) > MAX_DIGITS:  # past a C long anyway; and Python refuses 4,300 digits
+                    raise InputError(f"a number of {len(word):,} characters; expected at most {MAX_DIGITS} "
+                                     "(a C long)", source=source, where=f"line {number}")
                 self.items.append((number, _c_long(word)))
         self.position = 0
 
