@@ -163,6 +163,17 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     touches = getattr(price, "touches", None)  # a Pricer: which points each parameter can move
     if touches is not None and touches.shape != (len(points), k):
         touches = None
+
+    def repriced(new: np.ndarray, j: int, base: np.ndarray) -> np.ndarray:
+        """Every point's time at ``new``, which differs from the theta of ``base`` in parameter j only: the
+        points j cannot move keep their time in ``base``."""
+        if touches is None:
+            return price(new)
+        t = base.copy()
+        rows = np.flatnonzero(touches[:, j])
+        if len(rows):
+            t[rows] = price(new, rows)
+        return t
     pricings = 2
 
     def loss(t: np.ndarray) -> float:
@@ -173,16 +184,12 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     used = np.zeros(k, bool)
     steps = 0
     for steps in range(1, max_steps + 1):
-        G = np.zeros((len(points), k))
+        G = np.empty((len(points), k))
         for j in range(k):
             h = 1e-3 * max(theta[j], floor[j])  # a parameter at its bound 0 still gets its column
             moved = theta.copy()
             moved[j] += h
-            if touches is None:
-                G[:, j] = (price(moved) - t0) / h
-            elif touches[:, j].any():  # the points j cannot move keep their price: a zero difference
-                rows = np.flatnonzero(touches[:, j])
-                G[rows, j] = (price(moved, rows) - t0[rows]) / h
+            G[:, j] = (repriced(moved, j, t0) - t0) / h
         pricings += k
         used |= np.abs(G).max(axis=0) > 0
         G[:, ~used] = 0.0
@@ -238,16 +245,7 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     here = loss(modelled)
     flat = []  # parameters whose doubling and halving both move the loss by under WEAK_LOSS
     for j in np.flatnonzero(used):
-        moved = []
-        for f in (2.0, 0.5):
-            scaled = theta * np.where(np.arange(k) == j, f, 1.0)
-            if touches is None:
-                moved.append(loss(price(scaled)))
-            else:
-                rows = np.flatnonzero(touches[:, j])
-                t = modelled.copy()
-                t[rows] = price(scaled, rows)
-                moved.append(loss(t))
+        moved = [loss(repriced(theta * np.where(np.arange(k) == j, f, 1.0), j, modelled)) for f in (2.0, 0.5)]
         pricings += 2
         if max(abs(m - here) for m in moved) < WEAK_LOSS * here:  # (a perfect fit, loss 0, moves any way)
             flat.append(j)

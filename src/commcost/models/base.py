@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping as TMapping
 
@@ -38,6 +39,12 @@ class PlacedSchedule:
         channel = platform.channel_indices(mapping, schedule.src, schedule.dst)
         domain = platform.contention_domains(mapping, schedule.src, channel, schedule.dst)
         return cls(schedule, platform, mapping, channel, domain)
+
+    @functools.cached_property
+    def used_channels(self) -> frozenset[int]:
+        """The indices of the channels some transmission uses (kept: a fit prices the same schedule again
+        and again)."""
+        return frozenset(np.unique(self.channel).tolist())
 
     def channel_names(self) -> list[str]:
         """Names of the platform's channels, by index."""
@@ -282,9 +289,7 @@ def channel_table(
 ) -> list[Any]:
     """Per-channel parameters in the platform's channel order (None for channels the schedule
     does not use); names the first used channel that has none."""
-    used = placed.__dict__.get("_used_channels")  # kept on the placed schedule: a fit prices it again and again
-    if used is None:
-        used = placed.__dict__["_used_channels"] = frozenset(np.unique(placed.channel).tolist())
+    used = placed.used_channels
     rows = []
     for index, channel in enumerate(placed.platform.channels):
         if channel.name not in per_channel and index not in used:

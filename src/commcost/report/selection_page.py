@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 from commcost.report.html_page import HtmlPage
 from commcost.report.selection_map import figure_png, map_figure
 from commcost.selection.decision import Choice
+from commcost.selection.strategies import STRATEGIES
 
 PENALTY_HEADERS = ("strategy", "points", "mean penalty %", "max penalty %", "within 5 %", "within 10 %")
 
@@ -48,7 +49,6 @@ def add_selection(page: HtmlPage, heading: str, *, title: str, size_title: str, 
     return map_png
 
 
-CV_WAYS = ("default", "constant", "anchored", "model")  # as commcost.selection.strategies.STRATEGIES, safest first
 CV_CAPTION = ("Forward cross-validation over P: each held-out process count is scored with the model refitted on "
               "fewer ranks; mean penalty (%) against the measured best of each way of choosing (default: no "
               "rule, the library decides; constant: the one algorithm best on the training rows; anchored: each "
@@ -65,7 +65,7 @@ def cross_validation_rows(strategies: Mapping[str, Mapping[str, Any] | None]) ->
             continue
         pens = info.get("cv_mean_penalty_pct") or {}
         rows.append([name, ", ".join(map(str, info.get("folds") or [])) or "none",
-                     *(None if pens.get(way) is None else round(float(pens[way]), 1) for way in CV_WAYS),
+                     *(None if pens.get(way) is None else round(float(pens[way]), 1) for way in STRATEGIES),
                      info.get("chosen")])
     return rows
 
@@ -77,4 +77,4 @@ def add_cross_validation(page: HtmlPage, strategies: Mapping[str, Mapping[str, A
     if not rows:
         return
     page.subheading("How to choose, by cross-validation over P")
-    page.table(("collective", "held-out P", *(f"{way} %" for way in CV_WAYS), "kept"), rows, caption=CV_CAPTION)
+    page.table(("collective", "held-out P", *(f"{way} %" for way in STRATEGIES), "kept"), rows, caption=CV_CAPTION)
