@@ -441,7 +441,7 @@ def test_tune_end_to_end_on_two_nodes(tmp_path):
         tcp = shlex.join(cluster.mpirun(2, extra=["--map-by", "node", *YIELD]))
         check = shlex.join(cluster.mpirun(4, extra=["-x", "OMPI_MCA_mca_base_param_files", *YIELD]))
         out = tmp_path / "run"
-        code = main(["tune", "--procs", "2", "--budget", "120", "--out", str(out), "--ppn", "2", "--select-procs",
+        code = main(["tune", "--procs", "2", "--budget", "80", "--out", str(out), "--ppn", "2", "--select-procs",
                      "2..16", "--sizes", "1..1MiB", "--channel-launcher", f"shm={shm}", "--channel-launcher",
                      f"tcp={tcp}", "--verify-launcher", check, "--verify-procs", "4", "--quiet",
                      "--html", str(tmp_path / "report.html")])
