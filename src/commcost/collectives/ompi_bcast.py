@@ -83,7 +83,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register
+from commcost.collectives.registry import SEGMENTS, register
 from commcost.collectives.segments import reserved_segment_bounds, segment_bounds
 from commcost.collectives.trees import (
     MAXTREEFANOUT, Tree, build_bmtree, build_chain, build_kmtree, build_tree, to_ranks,
@@ -189,35 +189,40 @@ def _generic(rec: Recorder, case: Case, tree: Tree, segsize: int) -> None:
 
 
 @register(Collective.BCAST, "ompi", "chain", "root feeds `fanout` pipelined chains (build_chain)",
-          params=(SEGSIZE, CHAIN_FANOUT), id=2, scales=_unsegmented, pipelined=True)
+          params=(SEGSIZE, CHAIN_FANOUT), id=2, scales=_unsegmented, pipelined=True,
+          segmented=SEGMENTS)
 def chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_chain``: the generic pipeline over ``build_chain(fanout)``."""
     _generic(rec, case, build_chain(params["fanout"], case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "pipeline", "one pipelined chain through all ranks (build_chain, fanout 1)",
-          params=(SEGSIZE,), id=3, scales=_unsegmented, pipelined=True)
+          params=(SEGSIZE,), id=3, scales=_unsegmented, pipelined=True,
+          segmented=SEGMENTS)
 def pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_pipeline``: the generic pipeline over ``build_chain(1)``."""
     _generic(rec, case, build_chain(1, case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "binary_tree", "pipelined binary tree (build_tree, fanout 2)",
-          params=(SEGSIZE,), id=5, scales=_unsegmented, pipelined=True)
+          params=(SEGSIZE,), id=5, scales=_unsegmented, pipelined=True,
+          segmented=SEGMENTS)
 def binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_bintree``: the generic pipeline over ``build_tree(2)``."""
     _generic(rec, case, build_tree(2, case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "binomial", "pipelined binomial tree (build_bmtree)",
-          params=(SEGSIZE,), id=6, scales=_unsegmented, pipelined=True)
+          params=(SEGSIZE,), id=6, scales=_unsegmented, pipelined=True,
+          segmented=SEGMENTS)
 def binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_binomial``: the generic pipeline over ``build_bmtree``."""
     _generic(rec, case, build_bmtree(case.nprocs), params["segsize"])
 
 
 @register(Collective.BCAST, "ompi", "knomial", "pipelined k-nomial tree of radix `radix` (build_kmtree)",
-          params=(SEGSIZE, RADIX), id=7, scales=_unsegmented, pipelined=True)
+          params=(SEGSIZE, RADIX), id=7, scales=_unsegmented, pipelined=True,
+          segmented=SEGMENTS)
 def knomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_knomial``: the generic pipeline over ``build_kmtree(radix)``."""
     _generic(rec, case, build_kmtree(params["radix"], case.nprocs), params["segsize"])

@@ -60,7 +60,7 @@ from commcost.collectives.ompi_fixed import decide, registered
 from commcost.collectives.ompi_adapt import ACK, adapt_bcast
 from commcost.collectives.ompi_sm import SM_BCAST, SM_REDUCE
 from commcost.collectives.recorder import Recorder, ScheduleTooLarge
-from commcost.collectives.registry import Algorithm, build, find, register
+from commcost.collectives.registry import SEGMENTS, Algorithm, build, find, register
 from commcost.collectives.segments import reserved_segment_bounds
 from commcost.errors import InputError
 from commcost.schedule.program_order import after_own
@@ -363,7 +363,7 @@ def low_run(rec: Recorder, collective: Collective, nodes: np.ndarray, nbytes: in
 
 @register(Collective.BCAST, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): segments up by tuned then libnbc, down by tuned",
-          params=(SEGSIZE, PPN, UP_MODULE, LOW_MODULE))
+          params=(SEGSIZE, PPN, UP_MODULE, LOW_MODULE), segmented=SEGMENTS)
 def han_bcast(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_bcast_intra`` (module docstring): up bcast of segment 0 (tuned, blocking); then per
     segment i the ibcast of i + 1 (libnbc) overlapping the low bcast of i (tuned). With ``up`` 1 both up

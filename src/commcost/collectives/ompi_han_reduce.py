@@ -62,7 +62,7 @@ from commcost.collectives.ompi_han import (PPN, Call, Part, components, han_segm
                                            libnbc_ibcast, low_run, module_params, run, tuned_run)
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
-from commcost.collectives.registry import Algorithm, find, register
+from commcost.collectives.registry import SEGMENTS, Algorithm, find, register
 
 LIBNBC_CHAIN_FRAGMENT = 16384 // 2  # nbc_ireduce.c: the chain's segsize
 LIBNBC_BINOMIAL_BELOW = 65536  # nbc_ireduce.c: binomial when p > 4 or the vector is under this many bytes
@@ -157,7 +157,7 @@ def han_reduce_simple(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
 @register(Collective.ALLREDUCE, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): per segment, reduce on each node (tuned), "
           "ireduce and ibcast between nodes (libnbc), bcast on each node (tuned), four segments in flight",
-          params=(ALLREDUCE_SEGSIZE, PPN, *ALLREDUCE_MODULES))
+          params=(ALLREDUCE_SEGSIZE, PPN, *ALLREDUCE_MODULES), segmented=SEGMENTS)
 def han_allreduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_allreduce_intra`` (module docstring): the t0, t1, t2 and t3 tasks (``up`` and ``low``:
     :func:`_ireduce`, :func:`.ompi_adapt.adapt_bcast`, :func:`.ompi_han.low_run`)."""

@@ -35,7 +35,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register, whole_blocks
+from commcost.collectives.registry import SEGMENTS, Segmented, register, whole_blocks
 from commcost.collectives.segments import reserved_segment_bounds
 from commcost.collectives.trees import (Tree, build_chain, build_in_order_bintree, build_in_order_bmtree, build_tree,
                                         to_ranks)
@@ -100,7 +100,7 @@ def reduce_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
           "segmented reduce up Open MPI's in-order binomial tree; a parent takes its children in order",
           params=(Param("segsize", 0, "segment size in bytes (0: no segmentation); "
                                       "coll_tuned_reduce_algorithm_segmentsize, 0 by default"),),
-          id=5, scales=_unsegmented)
+          id=5, scales=_unsegmented, segmented=SEGMENTS)
 def reduce_binomial(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """Open MPI ``ompi_coll_base_reduce_intra_binomial`` (coll_base_reduce.c).
 
@@ -216,7 +216,7 @@ def reduce_waits(waits: Waits, ids: np.ndarray, parent: np.ndarray, child: np.nd
           "segmented reduce up `fanout` chains into the root (build_chain)",
           params=(SEGSIZE, Param("fanout", 4, "chains into the root; coll_tuned_reduce_algorithm_chain_fanout "
                                               "(4); Open MPI's fixed decision passes 0, which acts as 1",
-                                 minimum=1)), id=2, scales=_unsegmented)
+                                 minimum=1)), id=2, scales=_unsegmented, segmented=SEGMENTS)
 def reduce_chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 2; source ``ompi_coll_base_reduce_intra_chain`` (coll_base_reduce.c).
 
@@ -229,7 +229,7 @@ def reduce_chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.REDUCE, "ompi", "pipeline",
           "segmented reduce along one chain 0 <- 1 <- ... <- P-1 (virtual ranks)", params=(SEGSIZE,), id=3,
-          scales=_unsegmented)
+          scales=_unsegmented, segmented=SEGMENTS)
 def reduce_pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 3; source ``ompi_coll_base_reduce_intra_pipeline`` (coll_base_reduce.c).
 
@@ -241,7 +241,7 @@ def reduce_pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
 
 @register(Collective.REDUCE, "ompi", "binary",
           "segmented reduce up the binary tree (build_tree, fanout 2)", params=(SEGSIZE,), id=4,
-          scales=_unsegmented)
+          scales=_unsegmented, segmented=SEGMENTS)
 def reduce_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 4; source ``ompi_coll_base_reduce_intra_binary`` (coll_base_reduce.c).
 
@@ -253,7 +253,8 @@ def reduce_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.REDUCE, "ompi", "in-order_binary",
           "segmented reduce up the in-order binary tree rooted at rank P-1, which then sends the result "
-          "to the root", params=(SEGSIZE,), id=6, scales=_unsegmented)
+          "to the root", params=(SEGSIZE,), id=6, scales=_unsegmented,
+          segmented=Segmented(part_phases=("io_root to root",)))
 def reduce_in_order_binary(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 6; source ``ompi_coll_base_reduce_intra_in_order_binary`` (coll_base_reduce.c).
 

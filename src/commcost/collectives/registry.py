@@ -11,7 +11,7 @@ embedded MPI), else to the only entry of that name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 from commcost.collectives.case import Case, Collective, CollectiveSchedule, Param
 from commcost.collectives.recorder import Recorder
@@ -25,6 +25,43 @@ LIBRARIES = ("ompi", "mpich", "generic")
 
 class Unsupported(InputError):
     """The library refuses the call: the algorithm does not run on this many ranks."""
+
+
+class SegmentCut(NamedTuple):
+    """``nbytes`` as ``count`` segments of ``size`` bytes, the last one ``last`` bytes."""
+
+    size: int
+    count: int
+    last: int
+
+    def nbytes(self, full: int) -> int:
+        """The message of ``full`` segments of ``size`` and then this one's last segment."""
+        return full * self.size + self.last
+
+
+@dataclass(frozen=True)
+class Segmented:
+    """An algorithm whose schedule for n bytes is segments repeated: the message cut into segments of
+    ``params[param]`` bytes, the last one the rest, every segment run as the one before it; everything else
+    in the schedule is the same for every n cut alike, but for the transmissions of the phases
+    ``part_phases``, which carry the whole message (in-order binary reduce's send to the root). Then the
+    same algorithm on fewer segments with the same last one (:meth:`SegmentCut.nbytes`), those
+    transmissions grown back to the message's size, is the first segments of the schedule and its end
+    (:mod:`commcost.selection.long_pipeline`)."""
+
+    param: str = "segsize"
+    part_phases: tuple[str, ...] = ()
+
+    def cut(self, params: Mapping[str, int], nbytes: int) -> SegmentCut | None:
+        """The cut of ``nbytes`` (at least two segments), or None."""
+        size = int(params.get(self.param, 0))
+        if size < 1 or nbytes <= size:
+            return None
+        count = -(-nbytes // size)
+        return SegmentCut(size, count, nbytes - (count - 1) * size)
+
+
+SEGMENTS = Segmented()  # one part in segments of params["segsize"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +78,11 @@ class Algorithm:
     scales: ScaleUnit | None = None
     pipelined: bool = False  # the schedule is a tree_pipeline of `segsize` segments over its one-segment schedule
     nprocs_ok: Supports | None = None  # the communicator sizes the library runs it on (None: all)
+    segmented: "Segmented | None" = None  # n bytes are segments repeated (segment_cut)
+
+    def segment_cut(self, params: Mapping[str, int], nbytes: int) -> "SegmentCut | None":
+        """How the schedule for ``nbytes`` is alike segments repeated (:class:`Segmented`), or None."""
+        return None if self.segmented is None else self.segmented.cut(params, nbytes)
 
     def supports(self, nprocs: int) -> bool:
         """Whether the library runs this algorithm on ``nprocs`` ranks (Open MPI's two_proc: only on 2)."""
@@ -84,7 +126,7 @@ ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
 def register(collective: Collective, library: str, name: str, description: str,
              params: tuple[Param, ...] = (), id: int | None = None,
              scales: ScaleUnit | None = None, pipelined: bool = False,
-             nprocs_ok: Supports | None = None) -> Callable[[Builder], Builder]:
+             nprocs_ok: Supports | None = None, segmented: Segmented | None = None) -> Callable[[Builder], Builder]:
     """Decorator: register ``builder`` as ``library.name`` for ``collective``.
 
     ``scales(params, nprocs, nbytes)`` gives the size whose schedule scales to
@@ -92,14 +134,15 @@ def register(collective: Collective, library: str, name: str, description: str,
     n bytes is the posted pipeline of ``segsize`` segments over the tree of its one-segment schedule
     (:func:`commcost.collectives.ompi_bcast.tree_pipeline`), so a model may price it from the tree.
     ``nprocs_ok(P)``: whether the library runs it on P ranks; :func:`build` raises :class:`Unsupported`
-    where it does not (as the library's call fails).
+    where it does not (as the library's call fails). ``segmented``: how a schedule is made of repeated segments
+    (:class:`Segmented`).
     """
     if library not in LIBRARIES:
         raise ValueError(f"library must be one of {LIBRARIES}")
 
     def wrap(builder: Builder) -> Builder:
         algorithm = Algorithm(collective, library, name, builder, description, params, id, scales, pipelined,
-                              nprocs_ok)
+                              nprocs_ok, segmented)
         if (collective, algorithm.key) in ALGORITHMS:
             raise ValueError(f"{collective.value} {algorithm.key} is registered twice")
         ALGORITHMS[(collective, algorithm.key)] = algorithm

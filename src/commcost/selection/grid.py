@@ -22,6 +22,7 @@ from commcost.collectives.ompi_han import on_placement
 from commcost.collectives.recorder import ScheduleTooLarge
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
+from commcost.selection.long_pipeline import pipeline_statistic_s
 from commcost.selection.pipeline_price import pipeline_time_s
 from commcost.platform import Mapping, Platform
 
@@ -107,6 +108,14 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
                 continue
             out[i] = pipeline_time_s(model, placed, nseg, float(segsize), last)  # type: ignore[arg-type]
     tree_priced = set(from_tree)
+    if not phase_barriers:  # long pipelines of alike segments: from their first segments (long_pipeline)
+        for i in range(len(sizes)):
+            if i not in tree_priced:
+                folded = pipeline_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
+                                              root)
+                if folded is not None:
+                    out[i] = folded
+                    tree_priced.add(i)
     groups: dict[int, list[int]] = {}
     for m_index, nbytes in enumerate(sizes):
         if m_index in tree_priced:
@@ -158,6 +167,11 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
     out = np.empty(len(sizes))
     built: dict[int, object] = {}
     for m_index, nbytes in enumerate(sizes):
+        folded = pipeline_statistic_s(algorithm, values, nprocs, int(nbytes), platform, mapping, model, root,
+                                      statistic)
+        if folded is not None:
+            out[m_index] = folded
+            continue
         unit = algorithm.scale_unit(values, nprocs, int(nbytes))
         base = unit if unit is not None else int(nbytes)
         try:

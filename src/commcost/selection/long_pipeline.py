@@ -1,0 +1,92 @@
+"""A long segmented pipeline priced from its first segments, at any number of segments.
+
+A broadcast of 512 MiB in segments of 32 KiB down a tree of 1,024 ranks is
+16,384 segments, 16.7 million transmissions; built and priced one by one
+it takes minutes and gigabytes. But its segments are alike: each runs as
+the one before it (same senders, receivers, sizes, waits on the segment
+before), and only the last, the rest of the message, is shorter
+(:class:`commcost.collectives.registry.Segmented` says which algorithms
+are made so: Open MPI's tree pipelines, its segmented reduce trees, coll/han's
+pipelines).
+
+*The fold.* Let f(m) be the figure asked (the last rank's end, or the mean
+over ranks, ...: :meth:`Model.statistic_s`) for the schedule of m full
+segments and the message's last one, i.e. the same algorithm on
+:meth:`SegmentCut.nbytes` (m) bytes, a transmission of the whole message
+grown back to its size. The whole message is m = S - 1. After a fill (the
+first segment reaching the leaves) the pipeline runs at the pace of its
+slowest step, one segment per period d, so f(m + 1) = f(m) + d and
+
+    f(S - 1) = f(m) + (S - 1 - m) d.
+
+*What is checked, on the data* (:func:`pipeline_statistic_s`): from m = 32
+on, doubling m while 4 m < S, d is taken as f(m + 1) - f(m) only where
+f(m + 2) - f(m + 1) is the same and f(2 m) = f(m) + m d, each to 1e-9 of
+the figure; the fold is used only then, and only for S >=
+:data:`FOLD_FROM` (shorter pipelines are priced whole, as are those where
+no m passes; under tau-Lop, whose channels are shared, those with a
+whole-message transmission: in-order binary's send to the root met the
+drain differently, 2e-6 off at 12 ranks). Why the checks are what matters: under the path-priced
+models (:mod:`commcost.models.dependency_timeline`) a rank's end is mostly
+a longest path through the segments' waits, a maximum of terms affine in m
+(a path through k alike segments adds k times that segment's step), convex
+in m; a receiver's queue taken in order of arrival (Open MPI's split binary tree:
+its exchange of halves meets the last segments; a fold that passed the
+checks on 1,024 ranks was 23% off, so that algorithm is not folded) is not, and there a single rank's
+end moves erratically with m while the last rank's does not. A term steeper
+than the checks saw would have to overtake after 2 m; this is not proved.
+tests/test_long_pipeline.py prices whole schedules beside the fold (every
+segmented algorithm, three models, process counts and segment counts) and
+finds them equal to 1e-9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from commcost.collectives import Algorithm, Case, build
+from commcost.models import Model, PlacedSchedule
+from commcost.models.taulop.model import TauLop
+from commcost.platform import Mapping, Platform
+
+FOLD_FROM = 256  # segments: a pipeline with fewer is priced whole
+FIRST = 32  # segments of the first fold tried
+RTOL = 1e-9  # of the largest end: two ends are equal
+
+
+def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, nbytes: int,
+                         platform: Platform, mapping: Mapping, model: Model, root: int = 0,
+                         statistic: str = "max") -> float | None:
+    """``statistic`` over ranks (:meth:`Model.statistic_s`: the last rank's end, the mean, the least or rank
+    0's) for ``algorithm`` on ``nprocs`` ranks and ``nbytes``, folded from its first segments (module
+    docstring); None where the algorithm is not alike segments repeated, has fewer than :data:`FOLD_FROM`
+    of them, or the checks do not hold before the fold reaches a quarter of them (price it whole then)."""
+    cut = algorithm.segment_cut(values, nbytes)
+    if cut is None or cut.count < FOLD_FROM:
+        return None
+    if algorithm.segmented.part_phases and isinstance(model, TauLop):  # type: ignore[union-attr]
+        return None  # shared channels: a whole-message transmission meets the drain (2e-6 off at 12 ranks)
+    nseg = cut.count
+    seen: dict[int, float] = {}
+
+    def figure(m: int) -> float:  # m full segments, then the last one
+        if m not in seen:
+            schedule = build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root), values).schedule
+            whole = algorithm.segmented.part_phases  # type: ignore[union-attr]
+            if whole:  # whole-message transmissions: as large as in the whole message
+                names = [i for i, name in enumerate(schedule.phase_names) if name in whole]
+                grown = schedule.nbytes + np.isin(schedule.phase, names) * float((nseg - 1 - m) * cut.size)
+                schedule = replace(schedule, nbytes=grown)
+            seen[m] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
+        return seen[m]
+
+    m = FIRST
+    while 4 * m <= nseg - 1:
+        step = figure(m + 1) - figure(m)
+        if abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
+                and abs(figure(2 * m) - (figure(m) + m * step)) <= RTOL * figure(2 * m):
+            return figure(m) + (nseg - 1 - m) * step
+        m *= 2
+    return None

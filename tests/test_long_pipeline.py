@@ -1,0 +1,97 @@
+"""Issue 36 item 1: a long pipeline of alike segments priced from its first segments equals the whole
+schedule priced transmission by transmission (commcost.selection.long_pipeline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from commcost.collectives import Case, Collective, algorithms, build, find
+from commcost.io.params_file import load_params
+from commcost.io.platform_file import load_platform
+from commcost.models import MODELS, PlacedSchedule
+from commcost.platform import Mapping
+from commcost.selection.grid import price_sizes
+from commcost.selection.long_pipeline import FOLD_FROM, pipeline_statistic_s
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+PLATFORM = load_platform(EX / "cluster" / "platform.toml")[0]
+PARAMS = load_params(EX / "params" / "illustrative.toml")
+SEGMENTED = [a for a in algorithms() if a.segmented is not None]
+
+
+def _whole(algorithm, values, nprocs, nbytes, mapping, model, statistic):
+    schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, 0), values).schedule
+    return model.statistic_s(PlacedSchedule.of(schedule, PLATFORM, mapping), statistic)
+
+
+def test_the_segmented_algorithms_are_the_tree_pipelines_and_han():
+    names = {(a.collective.value, a.name) for a in SEGMENTED}
+    assert {("bcast", n) for n in ("chain", "pipeline", "binary_tree", "binomial", "knomial", "han")} <= names
+    assert {("reduce", n) for n in ("chain", "pipeline", "binary", "binomial", "in-order_binary")} <= names
+    assert ("allreduce", "han") in names
+    # not split_binary_tree: its exchange of halves meets the last segments in the receivers' queues, and a
+    # fold that passed the checks on 1,024 ranks was 23% off; not han's reduce: the leaders' low reduces and their ireduce run at different paces, and how their
+    # arrivals interleave in a receive queue changes from segment to segment (its step jitters, and a fold
+    # that passed the checks at 32 and 64 segments was 5e-4 off at 256)
+    assert not {("reduce", "han"), ("bcast", "split_binary_tree")} & names
+
+
+@pytest.mark.parametrize("algorithm", SEGMENTED, ids=lambda a: f"{a.collective.value}:{a.name}")
+@pytest.mark.parametrize("model_name", ["hockney", "loggph", "taulop"])
+def test_the_fold_equals_the_whole_schedule(algorithm, model_name):
+    """Every segmented algorithm, three models, 12 or 24 ranks (4 per node: shm and ib), segment counts
+    from 256 to 900, the last segment short or full, the mean over ranks and the last rank's end."""
+    model = MODELS[model_name](PARAMS.for_model(model_name))
+    rng = np.random.default_rng(abs(hash((algorithm.key, algorithm.collective.value, model_name))) % 2**32)
+    checked = 0
+    for nprocs in (12, 24):
+        mapping = Mapping.sequential(PLATFORM, nprocs, 4)
+        segsize = 1024
+        values = algorithm.resolve_params({"segsize": segsize, **({"ppn": 4} if "ppn" in
+                                                                   {p.name for p in algorithm.params} else {})})
+        for count, last in ((FOLD_FROM, segsize), (int(rng.integers(520, 900)), int(rng.integers(1, segsize)))):
+            nbytes = (count - 1) * segsize + last
+            cut = algorithm.segment_cut(values, nbytes)
+            assert cut is not None and cut.count == count
+            for statistic in ("max", "mean"):
+                folded = pipeline_statistic_s(algorithm, values, nprocs, nbytes, PLATFORM, mapping, model, 0,
+                                              statistic)
+                if folded is None:
+                    continue  # the checks did not hold: priced whole, nothing to compare
+                whole = _whole(algorithm, values, nprocs, nbytes, mapping, model, statistic)
+                assert folded == pytest.approx(whole, rel=1e-9), (nprocs, count, last, statistic)
+                checked += 1
+    if algorithm.segmented.part_phases and model_name == "taulop":
+        assert checked == 0  # not folded under tau-Lop (long_pipeline's docstring)
+    else:
+        assert checked >= 2, "the fold held (almost) nowhere"
+
+
+def test_select_prices_a_gibibyte_pipeline_from_its_first_segments_as_the_whole_one_at_a_smaller_size():
+    """price_sizes folds a long pipeline (beyond what is ever built: 1 GiB in 1 KiB segments is a million
+    segments) and at a size the whole build can take gives the whole build's price."""
+    model = MODELS["hockney"](PARAMS.for_model("hockney"))
+    mapping = Mapping.sequential(PLATFORM, 64, 4)
+    chain = find(Collective.BCAST, "chain")
+    values = chain.resolve_params({"segsize": 1024})
+    big, small = 1 << 30, 600 * 1024 + 5
+    got = price_sizes(chain, {"segsize": 1024}, 64, [small, big], PLATFORM, mapping, model)
+    assert got[0] == pytest.approx(_whole(chain, values, 64, small, mapping, model, "max"), rel=1e-9)
+    assert np.isfinite(got[1]) and got[1] > 1000 * got[0]
+
+
+@pytest.mark.parametrize("algorithm", SEGMENTED, ids=lambda a: f"{a.collective.value}:{a.name}")
+def test_the_fold_equals_the_whole_schedule_on_1024_ranks(algorithm):
+    """The same on 1,024 ranks (4 per node), 260 segments, under Hockney: where the checks pass, the fold
+    is the whole schedule's price."""
+    model = MODELS["hockney"](PARAMS.for_model("hockney"))
+    mapping = Mapping.sequential(PLATFORM, 1024, 4)
+    values = algorithm.resolve_params({"segsize": 1024, **({"ppn": 4} if "ppn" in
+                                                               {p.name for p in algorithm.params} else {})})
+    nbytes = 259 * 1024 + 333
+    folded = pipeline_statistic_s(algorithm, values, 1024, nbytes, PLATFORM, mapping, model)
+    if folded is not None:
+        assert folded == pytest.approx(_whole(algorithm, values, 1024, nbytes, mapping, model, "max"), rel=1e-9)
