@@ -123,3 +123,18 @@ def test_all_algorithms_skip_the_two_proc_algorithms_beyond_two_ranks(capsys):
     code, out, _ = run(capsys, *argv, "--procs", "2", "--format", "json")
     assert sorted(r["id"] for r in json.loads(out)["results"]
                   if r["library"] == "ompi" and r["id"] is not None) == list(range(1, 8))
+
+
+@pytest.mark.parametrize("model, line", [("hockney", "beta_s_per_byte = 1e308"), ("loggp", "g_s = 1e308")])
+def test_parameters_that_overflow_are_one_line_naming_the_file_not_inf(capsys, tmp_path, model, line):
+    """Issue 38: a LogGP gap or a Hockney time per byte of 1e308 made inf times printed as a prediction."""
+    text = (EX / "params" / "illustrative.toml").read_text()
+    key = line.split(" = ")[0]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("\n".join(line if row.startswith(f"{key} = ") else row for row in text.splitlines())
+                   .replace('file = "', f'file = "{EX / "params"}/'))
+    argv = [a if a != str(EX / "params" / "illustrative.toml") else str(bad) for a in BASE]
+    code, out, err = run(capsys, *[a if a != "taulop" else model for a in argv], "--algorithm", "binomial",
+                         "--procs", "64", "--nbytes", "1MiB")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert str(bad) in err and "time of inf s" in err and "expected parameters that keep times finite" in err

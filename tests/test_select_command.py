@@ -76,6 +76,7 @@ def test_select_with_paper004_model_chooses_among_the_algorithms_it_models(capsy
     (["--algorithms", "binomial,,knomial"], "--algorithms: expected a comma list"),
     (["--ppn", "0"], "--ppn: expected ranks per node >= 1, got 0"),
     (["--ppn", "-3"], "--ppn: expected ranks per node >= 1, got -3"),
+    (["--ppn", "33"], "--ppn: expected --ppn <= 32, the most ranks a node of"),  # 32-core nodes
 ])
 def test_bad_select_options_are_one_line_exit_2(capsys, argv, expected):
     code, _, err = run(capsys, *BASE, *argv)

@@ -22,16 +22,17 @@ def test_a_pipeline_of_millions_of_segments_is_refused_before_its_arrays_are_bui
     assert main(["predict", "--collective", "bcast", "--algorithm", "pipeline", "--procs", "64", "--nbytes", "4MiB",
                  "--param", "segsize=1", *PRICE]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "50,000,000 transmissions" in err and "4,194,304 segments" in err
+    assert err.count("\n") == 1 and "8,000,000 transmissions" in err and "4,194,304 segments" in err
     assert time.monotonic() - started < 5
 
 
-def test_han_in_more_segments_than_it_records_is_refused_and_a_selection_goes_on_without_it(capsys):
+def test_han_in_more_segments_than_it_records_is_refused_and_a_selection_prices_it_from_its_first_segments(capsys):
     assert main(["predict", "--collective", "bcast", "--algorithm", "han", "--procs", "8", "--ppn", "2",
                  "--nbytes", "4KiB", "--param", "segsize=2", *PRICE]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2,048 segments" in err and "1,024 segments" in err
-    # in a selection such a candidate is priced as never the fastest, and the grid goes on
+    # a selection prices it from its first segments (commcost.selection.long_pipeline: han's bcast is alike
+    # segments repeated), where a whole build would exceed what han records
     from commcost.collectives import Collective, find
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
@@ -45,7 +46,7 @@ def test_han_in_more_segments_than_it_records_is_refused_and_a_selection_goes_on
     price = schedule_pricer(model, platform, lambda n: Mapping.sequential(platform, n, 2))
     han = find(Collective.BCAST, "ompi.han")
     times = price(Choice(han, han.resolve_params({"segsize": 2, "ppn": 2})), 8, [1024, 4096])
-    assert times[0] > 0 and times[0] < float("inf") and times[1] == float("inf")
+    assert 0 < times[0] < times[1] < float("inf")
 
 
 @pytest.mark.parametrize("budget", ["1e400", "nan", "0", "-5", "1e9"])

@@ -14,7 +14,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from commcost.cli.options import add_html_option, add_strict_option, add_unit_option, model_from, strictness, write_html
+from commcost.cli.options import (add_html_option, add_strict_option, add_unit_option, model_from, strictness,
+                                  transfer_counts, write_html)
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -118,12 +119,7 @@ def trained_params(args: argparse.Namespace):
     from commcost.calibration.from_measurements import fit_channels
     from commcost.io.measurements import measurement_columns, read_measurements
 
-    transfers = {}
-    for item in args.transfers:
-        name, _, k = item.partition("=")
-        if not name or not k.isdigit():
-            raise InputError(f"expected CHANNEL=K, got {item!r}", where="--transfers")
-        transfers[name] = int(k)
+    transfers = transfer_counts(args.transfers)
     try:
         fits = fit_channels(measurement_columns(read_measurements(args.train)), args.model, transfers)
     except InputError as exc:

@@ -14,7 +14,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-from commcost.cli.options import PAPER004, collectives
+from commcost.cli.options import PAPER004, collectives, transfer_counts
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
@@ -60,12 +60,7 @@ def _fit(args: argparse.Namespace) -> int:
     from commcost.io.params_file import write_params
 
     _check_mode_options(args)
-    transfers = {}
-    for item in args.transfers:
-        name, _, k = item.partition("=")
-        if not name or not k.isdigit() or int(k) < 1:
-            raise InputError(f"expected CHANNEL=K with K >= 1, got {item!r}", where="--transfers")
-        transfers[name] = int(k)
+    transfers = transfer_counts(args.transfers)
     rows = read_measurements(args.measurements)
     if not rows:
         raise InputError("no measurements in the file", source=str(args.measurements))

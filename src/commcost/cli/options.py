@@ -152,6 +152,10 @@ def load_mapping(args: argparse.Namespace, platform, spec, nprocs: int):
     elif getattr(args, "ppn", None) is not None:
         if args.ppn < 1:
             raise InputError(f"expected ranks per node >= 1, got {args.ppn}", where="--ppn")
+        most = max((node.type.cores + node.type.gpus for node in platform.nodes), default=args.ppn)
+        if args.ppn > most:  # more ranks than a node has cores: oversubscribed, not what the models price
+            raise InputError(f"expected --ppn <= {most}, the most ranks a node of {args.platform} runs (its cores "
+                             f"and GPUs), got {args.ppn}", where="--ppn")
         spec, where = MappingSpec(MappingKind.SEQUENTIAL, ppn=args.ppn), "--ppn"
     if spec is None:
         raise InputError("the platform has no [mapping] section; expected one there, --mapping or --ppn",
@@ -169,10 +173,27 @@ def price_placed(args: argparse.Namespace, schedule, platform, mapping, model):
         placed = PlacedSchedule.of(schedule, platform, mapping)
     except InputError as exc:
         raise exc.located(source=str(args.platform)) from None
+    import numpy as np
+
     try:
-        return model.price(placed, explain=args.explain)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by finite_cost
+            cost = model.price(placed, explain=args.explain)
     except InputError as exc:
         raise exc.located(source=str(args.params)) from None
+    return finite_cost(cost, args)
+
+
+def finite_cost(cost, args: argparse.Namespace):
+    """``cost``, or an error naming the parameter file when its time is not a finite number: a parameter
+    near 0 that divides (a rate) or near 1e308 that multiplies (a time, a gap) makes inf or NaN, not a
+    prediction."""
+    import math
+
+    if not math.isfinite(cost.time_s):
+        raise InputError(f"the parameters give a time of {cost.time_s} s under {cost.model}; expected parameters "
+                         "that keep times finite (a rate near 0 or a time or gap near 1e308?)",
+                         source=str(args.params))
+    return cost
 
 
 def collective_case(args: argparse.Namespace) -> "Case":
@@ -254,3 +275,18 @@ def paper004_pricer(params, mapping_of, root: int = 0):
         return np.asarray(MODELLED[name](nprocs, np.asarray(sizes, dtype=np.float64), choice.params.get("segsize", 0),
                                          mapping_of(nprocs), params, root=root, **extra), dtype=np.float64)
     return price
+
+
+MAX_TRANSFERS = 16  # transfers per transmission: tau-Lop's channels have 1 (RDMA) to 3 (TCP: shm + net + shm)
+
+
+def transfer_counts(items: list[str]) -> dict[str, int]:
+    """``--transfers CHANNEL=K`` (repeatable): tau-Lop's transfers per transmission of a channel, 1 <= K <= 16."""
+    transfers: dict[str, int] = {}
+    for item in items:
+        name, _, k = item.partition("=")
+        if not name.strip() or not k.isdigit() or not 1 <= int(k) <= MAX_TRANSFERS:
+            raise InputError(f"expected CHANNEL=K with 1 <= K <= {MAX_TRANSFERS}, got {item[:60]!r}",
+                             where="--transfers")
+        transfers[name.strip()] = int(k)
+    return transfers

@@ -119,7 +119,7 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
     mapping = load_mapping(args, platform, spec, args.procs)
     if closed is not None:
         return _predict_paper004(args, case, chosen, given, mapping, closed)
-    from commcost.collectives.recorder import MAX_TRANSMISSIONS, ScheduleTooLarge
+    from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
     from commcost.collectives.registry import Unsupported
 
     rows = []
@@ -142,7 +142,7 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
         except ScheduleTooLarge as exc:
             if not args.all_algorithms:
                 raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
-            skipped.append(f"{algorithm.key} (more than {MAX_TRANSMISSIONS:,} transmissions)")
+            skipped.append(f"{algorithm.key} (more than {transmission_limit():,} transmissions)")
             continue
         except Unsupported:
             if not args.all_algorithms:

@@ -51,7 +51,7 @@ def price_sweep(args: argparse.Namespace, chosen, given: dict[str, int], procs: 
     """Every chosen algorithm at every (P, size): rows ``{procs, nbytes, times_s: {key: seconds or None}}``
     and the notes on what was not priced (None where the library does not run it)."""
     from commcost.cli.options import case_of, given_params
-    from commcost.collectives.recorder import MAX_TRANSMISSIONS, ScheduleTooLarge
+    from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
     from commcost.selection.decision import Choice
 
     choices = []
@@ -72,10 +72,10 @@ def price_sweep(args: argparse.Namespace, chosen, given: dict[str, int], procs: 
                 got = price(choice, nprocs, sizes)
             except ScheduleTooLarge:
                 if not args.all_algorithms:
-                    raise InputError(f"{key} on {nprocs} ranks runs more than {MAX_TRANSMISSIONS:,} "
+                    raise InputError(f"{key} on {nprocs} ranks runs more than {transmission_limit():,} "
                                      "transmissions; expected a smaller --procs", where="--procs") from None
                 got = [math.inf] * len(sizes)
-                skipped.append(f"{key} on {nprocs} ranks (more than {MAX_TRANSMISSIONS:,} transmissions)")
+                skipped.append(f"{key} on {nprocs} ranks (more than {transmission_limit():,} transmissions)")
             for n, t in zip(sizes, got):
                 times[(nprocs, n)][key] = float(t) if math.isfinite(t) else None
     rows = [{"procs": p, "nbytes": n, "times_s": times[(p, n)]} for p in procs for n in sizes]

@@ -90,8 +90,9 @@ def algorithm_names(text: str | None, collective, library: str) -> list[str]:
     return names
 
 
-def make_pricer(args: argparse.Namespace, procs: list[int]):
-    """The platform, a mapping per P and a pricer for the chosen model; errors name the file."""
+def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] | None = None):
+    """The platform, a mapping per P and a pricer for the chosen model; errors name the file. Candidates
+    too large to record are said in ``refused``."""
     from commcost.cli.options import load_mapping
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
@@ -111,7 +112,7 @@ def make_pricer(args: argparse.Namespace, procs: list[int]):
         model = model_from(params, args.model)
     except InputError as exc:
         raise exc.located(source=str(args.params)) from None
-    price = schedule_pricer(model, platform, mapping_of, args.root)
+    price = schedule_pricer(model, platform, mapping_of, args.root, refused=refused)
     if getattr(args, "algorithm_fit", False):
         price = with_algorithm_fits(args, params, price)
     return price
@@ -164,7 +165,8 @@ def _select(args: argparse.Namespace) -> int:
     if not choices:
         raise InputError(f"no {args.library} {collective.value} algorithm matches {args.algorithms!r}",
                          where="--algorithms")
-    price = make_pricer(args, procs)
+    refused: list[str] = []
+    price = make_pricer(args, procs, refused)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
     chosen = result.chosen
     default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
@@ -181,6 +183,10 @@ def _select(args: argparse.Namespace) -> int:
     if args.html:
         write_html(args, _page(args, collective, procs, sizes, result, default, default_title, penalty, title,
                                written, map_png))
+    from commcost.collectives.recorder import LIMIT_VARIABLE
+
+    for line in dict.fromkeys(refused):  # on stderr: stdout stays what the format says
+        print(f"commcost: not priced (never picked; {LIMIT_VARIABLE} raises the limit): {line}", file=sys.stderr)
     if args.format != "table":  # stdout stays machine-readable
         for line in written:
             print(f"commcost: wrote {line}", file=sys.stderr)

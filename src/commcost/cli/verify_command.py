@@ -158,16 +158,18 @@ def environments(conf: Path, system: Path | None = None) -> dict[str, dict[str, 
     return {"default": default, "rules": {**base, PARAM_FILES: ",".join(files)}}
 
 
-def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list[str]:
+def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> tuple[list[str], list[str]]:
     """Per rank count, ``--rounds`` launches of each side, alternating (equal shares of the budget); the failed
-    launches."""
+    launches, and those the budget left no time to start (a busy machine's launches take longer than their
+    share: the rounds measured stand)."""
     from commcost.calibration.plan import Run
     from commcost.cli.mpi_launch import find_mpirun, launch_line, launch_retrying, run_worker, worker_args
     from commcost.io.measurements import read_measurements
 
     mpirun = None if args.launcher else find_mpirun(args.mpirun)
     envs = environments(rules.source, system_param_file(mpirun))
-    failed = []
+    failed: list[str] = []
+    unstarted: list[str] = []
     started = time.monotonic()
     seen: set = set()
     rounds = args.rounds  # checked in _verify
@@ -194,7 +196,7 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list
         share = max((left - STARTUP_S * (len(launches) - index)) / (len(launches) - index), MIN_SHARE_S)
         name = f"P={nprocs} {label}" + (f" round {run + 1}" if rounds > 1 else "")
         if left < MIN_SHARE_S:
-            failed.append(f"{name} (no budget left)")
+            unstarted.append(name)
             continue
         namespace = argparse.Namespace(launcher=args.launcher, procs=nprocs, channel_launcher=[])
         line, _ = launch_line(namespace, mpirun, Run(("collective",), CHANNEL, procs=nprocs))
@@ -206,7 +208,12 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> list
         if rc not in (0, 124):
             failed.append(f"{name} (exit {rc})")
     poll()
-    return failed
+    for nprocs in procs:  # a side of a rank count with no launch at all is not measured: that fails
+        for label in LABELS:
+            if all(f"P={nprocs} {label}" + (f" round {r + 1}" if rounds > 1 else "") in unstarted
+                   for r in range(rounds)):
+                failed.append(f"P={nprocs} {label} (no budget left)")
+    return failed, unstarted
 
 
 def _pricer(rules_dir: Path, collective, nprocs: int):
@@ -430,11 +437,11 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"  verify: measuring afresh ({why})", flush=True)
     elif csv_path.exists():
         print(f"  verify: reusing the points {csv_path} holds (--fresh measures them again)", flush=True)
-    failed = _measure(args, rules, procs, plans, csv_path)
+    failed, unstarted = _measure(args, rules, procs, plans, csv_path)
     points = [p for nprocs in procs for p in results(args, rules, nprocs, plans[nprocs], csv_path)]
     totals = summary(points)
     report = {"rules": str(conf.resolve()), "procs": procs, "points": points, "summary": totals,
-              "failed_runs": failed}
+              "failed_runs": failed, "unstarted_runs": unstarted}
     (args.rules_dir / "verify.json").write_text(json.dumps(report, indent=2) + "\n")
     if args.html:
         write_html(args, _page(args, report, conf))
@@ -442,9 +449,12 @@ def _verify(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(render(points, totals, conf, args.unit))
-    if failed:
-        import sys
+    import sys
 
+    if unstarted:
+        print(f"commcost: note: the budget was spent before {', '.join(unstarted)}; the rounds measured stand "
+              "(a larger --budget measures them)", file=sys.stderr)
+    if failed:
         print(f"commcost: verify runs failed or were not started: {', '.join(failed)}", file=sys.stderr)
         return 2
     return 0

@@ -24,6 +24,7 @@ phase, or earlier in the same one).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,7 +37,21 @@ from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 Range = tuple[int, int]
 
 
-MAX_TRANSMISSIONS = 50_000_000  # about 2 GB of arrays; a P^2 algorithm reaches it near P = 7,000
+MAX_TRANSMISSIONS = 8_000_000  # about 2 GB at their peak (240 bytes each); a ring allgather on 2,048 ranks is 4.2 M
+LIMIT_VARIABLE = "COMMCOST_MAX_TRANSMISSIONS"  # the environment variable that sets another limit
+
+
+def transmission_limit() -> int:
+    """The most transmissions a schedule may have before it is refused up front (:class:`ScheduleTooLarge`):
+    ``$COMMCOST_MAX_TRANSMISSIONS`` when set (an integer >= 1), else :data:`MAX_TRANSMISSIONS`. A pricing
+    at its peak holds about 240 bytes per transmission (arrays, the placed schedule, the timeline), so the
+    default keeps one schedule near 2 GB; a larger machine may raise it."""
+    text = os.environ.get(LIMIT_VARIABLE, "").strip()
+    if not text:
+        return MAX_TRANSMISSIONS
+    if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        raise InputError(f"expected a whole number of transmissions >= 1, got {text[:40]!r}", where=LIMIT_VARIABLE)
+    return int(text)
 
 
 class ScheduleTooLarge(InputError):
@@ -46,10 +61,10 @@ class ScheduleTooLarge(InputError):
 class Recorder:
     """Collects phases of transmissions for one :class:`Case`."""
 
-    def __init__(self, case: Case, data: bool = False, limit: int = MAX_TRANSMISSIONS) -> None:
+    def __init__(self, case: Case, data: bool = False, limit: int | None = None) -> None:
         self.case = case
         self.data = data
-        self.limit = limit
+        self.limit = transmission_limit() if limit is None else limit
         self._count = 0
         self._names: list[str] = []
         self._posted: list[bool] = []
@@ -233,7 +248,7 @@ class Recorder:
             raise ScheduleTooLarge(
                 f"the schedule of this {self.case.collective.value} on {self.case.nprocs:,} ranks would exceed "
                 f"{self.limit:,} transmissions{f' ({why})' if why else ''}; expected fewer ranks, larger "
-                "segments, or a closed-form model")
+                f"segments, a closed-form model, or a larger {LIMIT_VARIABLE}")
 
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
                 phase: np.ndarray | None = None) -> None:

@@ -80,3 +80,6 @@ def add_verify(page: HtmlPage, doc: Mapping[str, Any], heading: str = "Measured 
                                  p["verdict"]] for p in points])
     if doc.get("failed_runs"):
         page.paragraph(f"runs that failed or did not start: {', '.join(doc['failed_runs'])}", warning=True)
+    if doc.get("unstarted_runs"):
+        page.paragraph(f"launches the budget left no time for (the rounds measured stand): "
+                       f"{', '.join(doc['unstarted_runs'])}")

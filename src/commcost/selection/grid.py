@@ -19,7 +19,7 @@ import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
 from commcost.collectives.ompi_han import on_placement
-from commcost.collectives.recorder import ScheduleTooLarge
+from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.selection.long_pipeline import pipeline_statistic_s
@@ -60,7 +60,7 @@ def price_grid(algorithms: Sequence[Algorithm], procs: Sequence[int], sizes: Seq
 def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes: Sequence[int],
                 platform: Platform, mapping: Mapping, model: Model, root: int = 0,
                 sweep: bool = True, bound: np.ndarray | None = None, phase_barriers: bool = False,
-                statistic: str = "max") -> np.ndarray:
+                statistic: str = "max", refused: list[str] | None = None) -> np.ndarray:
     """Seconds for one algorithm (with ``params``) on ``nprocs`` ranks at every size: one build per size
     class, one pass per class when the model can sweep (see the module docstring).
 
@@ -72,7 +72,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     An algorithm the library does not run on ``nprocs`` ranks gets ``inf`` at every size.
     ``phase_barriers``: see :func:`price_grid`. ``statistic``: the figure over ranks to predict
     (:meth:`Model.statistic_s`; ``max``, the last rank's, is the schedule's total): another one prices every
-    size on its own, without bounds.
+    size on its own, without bounds. A size whose schedule would exceed the recorder's limit on
+    transmissions (:func:`commcost.collectives.recorder.transmission_limit`) gets ``inf`` (never picked),
+    and a line saying so is appended to ``refused`` when given.
     """
     placed_params = on_placement(algorithm, params, mapping.node_of_rank)  # han: ppn from the placement
     if placed_params is None:  # a placement han's schedules do not describe
@@ -82,7 +84,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     if not algorithm.supports(nprocs):  # Open MPI refuses it on this many ranks (two_proc on P != 2)
         return np.full(len(sizes), np.inf)
     if statistic not in ("max", ""):
-        return _statistic_of_sizes(algorithm, values, nprocs, sizes, platform, mapping, model, root, statistic)
+        return _statistic_of_sizes(algorithm, values, nprocs, sizes, platform, mapping, model, root, statistic,
+                                   refused)
     out = np.empty(len(sizes))
     segsize = values.get("segsize", 0)
     from_tree: list[int] = []  # sizes a segmented tree pipeline prices from its tree (pipeline_price)
@@ -128,8 +131,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         nbytes = key if key > 0 else int(sizes[members[0]])
         try:
             schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
-        except ScheduleTooLarge:  # beyond what commcost records (e.g. han in thousands of segments): never picked
+        except ScheduleTooLarge:  # beyond what commcost records: never picked
             out[members] = np.inf
+            _refuse(refused, algorithm, values, nprocs, [sizes[i] for i in members])
             continue
         if phase_barriers:
             schedule = schedule.without_dependencies()
@@ -162,7 +166,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
 
 
 def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: int, sizes: Sequence[int],
-                        platform: Platform, mapping: Mapping, model: Model, root: int, statistic: str) -> np.ndarray:
+                        platform: Platform, mapping: Mapping, model: Model, root: int, statistic: str,
+                        refused: list[str] | None = None) -> np.ndarray:
     """Every size's ``statistic`` over ranks, each schedule built once per scale unit and priced on its own."""
     out = np.empty(len(sizes))
     built: dict[int, object] = {}
@@ -179,10 +184,21 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
                 built[base] = build(algorithm, Case(algorithm.collective, nprocs, base, root), values).schedule
         except ScheduleTooLarge:
             out[m_index] = np.inf
+            _refuse(refused, algorithm, values, nprocs, [nbytes])
             continue
         schedule = built[base].scaled(nbytes / base) if base != nbytes else built[base]
         out[m_index] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
     return out
+
+
+def _refuse(refused: list[str] | None, algorithm: Algorithm, values: dict[str, int], nprocs: int,
+            sizes: Sequence[int]) -> None:
+    """Say which candidate was not priced, where, and why (its schedule exceeds the limit on transmissions)."""
+    if refused is not None:
+        tunables = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+        refused.append(f"{algorithm.key}{f'({tunables})' if tunables else ''} on {nprocs:,} ranks at "
+                       f"{', '.join(f'{int(n):,}' for n in sizes)} B: more than {transmission_limit():,} "
+                       "transmissions")
 
 
 def _without_repeats(schedule) -> bytes:
