@@ -3,6 +3,7 @@ schedule priced transmission by transmission (commcost.selection.long_pipeline).
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -43,10 +44,11 @@ def test_the_segmented_algorithms_are_the_tree_pipelines_and_han():
 @pytest.mark.parametrize("algorithm", SEGMENTED, ids=lambda a: f"{a.collective.value}:{a.name}")
 @pytest.mark.parametrize("model_name", ["hockney", "loggph", "taulop"])
 def test_the_fold_equals_the_whole_schedule(algorithm, model_name):
-    """Every segmented algorithm, three models, 12 and 24 ranks (han: 12; 4 per node: shm and ib), segment counts
-    from 256 to 900, the last segment short or full, the mean over ranks and the last rank's end."""
+    """Every segmented algorithm, three models, 12 and 24 ranks (4 per node: shm and ib), 256 segments and 520
+    to 900 with a short last one (han, slow to build whole: 12 ranks, 256 segments), the mean over ranks and
+    the last rank's end."""
     model = MODELS[model_name](PARAMS.for_model(model_name))
-    rng = np.random.default_rng(abs(hash((algorithm.key, algorithm.collective.value, model_name))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"{algorithm.collective.value}:{algorithm.key}:{model_name}".encode()))
     checked = 0
     han = any(p.name == "ppn" for p in algorithm.params)  # recorded segment by segment: slow to build whole
     for nprocs in (12,) if han else (12, 24):
@@ -54,7 +56,8 @@ def test_the_fold_equals_the_whole_schedule(algorithm, model_name):
         segsize = 1024
         values = algorithm.resolve_params({"segsize": segsize, **({"ppn": 4} if "ppn" in
                                                                    {p.name for p in algorithm.params} else {})})
-        for count, last in ((FOLD_FROM, segsize), (int(rng.integers(520, 900)), int(rng.integers(1, segsize)))):
+        longer = [] if han else [(int(rng.integers(520, 900)), int(rng.integers(1, segsize)))]
+        for count, last in [(FOLD_FROM, segsize), *longer]:
             nbytes = (count - 1) * segsize + last
             cut = algorithm.segment_cut(values, nbytes)
             assert cut is not None and cut.count == count
@@ -85,10 +88,11 @@ def test_select_prices_a_gibibyte_pipeline_from_its_first_segments_as_the_whole_
     assert np.isfinite(got[1]) and got[1] > 1000 * got[0]
 
 
-@pytest.mark.parametrize("algorithm", SEGMENTED, ids=lambda a: f"{a.collective.value}:{a.name}")
+@pytest.mark.parametrize("algorithm", [a for a in SEGMENTED if a.name != "han" or a.collective.value == "bcast"],
+                         ids=lambda a: f"{a.collective.value}:{a.name}")
 def test_the_fold_equals_the_whole_schedule_on_1024_ranks(algorithm):
     """The same on 1,024 ranks (4 per node), 260 segments, under Hockney: where the checks pass, the fold
-    is the whole schedule's price."""
+    is the whole schedule's price (han's allreduce, 9 s to build whole here, is left to the 12-rank test)."""
     model = MODELS["hockney"](PARAMS.for_model("hockney"))
     mapping = Mapping.sequential(PLATFORM, 1024, 4)
     values = algorithm.resolve_params({"segsize": 1024, **({"ppn": 4} if "ppn" in
