@@ -53,7 +53,7 @@ from commcost.platform import Mapping, Platform
 
 FOLD_FROM = 256  # segments: a pipeline with fewer is priced whole
 FIRST = 32  # segments of the first fold tried
-RTOL = 1e-9  # of the largest end: two ends are equal
+RTOL = 1e-9  # of the figure: two figures (or steps) are equal
 
 
 def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, nbytes: int,
