@@ -170,6 +170,7 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> tupl
     envs = environments(rules.source, system_param_file(mpirun))
     failed: list[str] = []
     unstarted: list[str] = []
+    launched: set[tuple[int, str]] = set()  # (P, side) started at least once
     started = time.monotonic()
     seen: set = set()
     rounds = args.rounds  # checked in _verify
@@ -198,6 +199,7 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> tupl
         if left < MIN_SHARE_S:
             unstarted.append(name)
             continue
+        launched.add((nprocs, label))
         namespace = argparse.Namespace(launcher=args.launcher, procs=nprocs, channel_launcher=[])
         line, _ = launch_line(namespace, mpirun, Run(("collective",), CHANNEL, procs=nprocs))
         cmd = [*line, *worker_args(csv_path, CHANNEL, label, sizes, share, run), "--calls", calls]
@@ -208,11 +210,9 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> tupl
         if rc not in (0, 124):
             failed.append(f"{name} (exit {rc})")
     poll()
-    for nprocs in procs:  # a side of a rank count with no launch at all is not measured: that fails
-        for label in LABELS:
-            if all(f"P={nprocs} {label}" + (f" round {r + 1}" if rounds > 1 else "") in unstarted
-                   for r in range(rounds)):
-                failed.append(f"P={nprocs} {label} (no budget left)")
+    # a side of a rank count with no launch at all is not measured: that fails
+    failed += [f"P={nprocs} {label} (no budget left)" for nprocs in procs for label in LABELS
+               if (nprocs, label) not in launched]
     return failed, unstarted
 
 

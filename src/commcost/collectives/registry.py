@@ -61,7 +61,7 @@ class Segmented:
         return SegmentCut(size, count, nbytes - (count - 1) * size)
 
 
-SEGMENTS = Segmented()  # one part in segments of params["segsize"]
+SEGMENTS = Segmented()  # the message in segments of params["segsize"]
 
 
 @dataclass(frozen=True)
