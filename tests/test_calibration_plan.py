@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,6 +209,29 @@ def test_taulop_in_calibrate_leaves_out_sizes_a_stopped_run_did_not_finish():
         fit_channels(cols, "taulop")
     (fit,) = fit_channels(cols, "taulop", complete_only=True)
     assert fit.report["sizes_dropped"] == [65536.0] and fit.npoints == 4
+
+
+def test_taulop_tables_ending_at_different_sizes_are_written_so_predict_reads_them(tmp_path, capsys):
+    """A calibration whose budget stopped tcp's largest size (here: tau = 2 at 64 KiB) fits shm's table to
+    64 KiB and tcp's to 1 KiB. A tcp transfer sums both tables, and whole chunks of the last size (the
+    default past a table) are no sum rule for tables of different ends: the section says
+    beyond_m = "slope", and predict prices a tcp transmission from the written file (it refused it before)."""
+    from commcost.calibration.from_measurements import fit_channels, model_section
+    from commcost.io.params_file import write_params
+
+    rows = [Measurement("ring_tau", 2, m, (k * 1e-6 + 1e-10 * m) * tau, channel=c, tau=tau)
+            for c, k in (("shm", 1), ("tcp", 20)) for m in (1, 1024, 65536) for tau in (1, 2)]
+    fits = fit_channels(measurement_columns(rows[:-1]), "taulop", complete_only=True)
+    section = model_section("taulop", fits)
+    assert section["beyond_m"] == "slope" and section["tcp"]["m"][-1] == 1024 and section["shm"]["m"][-1] == 65536
+    assert "beyond_m" not in model_section("taulop", fit_channels(measurement_columns(rows[:6]), "taulop"))
+    params = tmp_path / "p.toml"
+    write_params(params, {"taulop": section}, {})
+    platform = Path(__file__).resolve().parent.parent / "examples" / "two-nodes" / "platform.toml"
+    assert main(["predict", "--collective", "allgather", "--algorithm", "ring", "--procs", "4", "--nbytes", "65536",
+                 "--platform", str(platform), "--params", str(params), "--model", "taulop", "--mapping",
+                 "round-robin:2", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["time_s"] > 0
 
 
 def test_fit_hockney_reports_eager_and_rendezvous_segments(tmp_path, capsys):

@@ -141,7 +141,7 @@ def test_tune_nodes_form_on_a_two_node_slurm(tmp_path):
                        OMPI_MCA_mpi_yield_when_idle="1")  # srun passes the environment on to the ranks
             line = ["ip", "netns", "exec", cluster.head, sys.executable, "-m", "commcost", "tune", "--nodes", "2",
                     "--ppn", "2", "--procs", "2", "--budget", "100", "--select-procs", "2..16", "--sizes", "1..1MiB",
-                    "--out", str(out), "--quiet"]
+                    "--out", str(out), "--quiet", "--html", str(tmp_path / "report.html")]
             proc = subprocess.run(line, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "srun -N 1 -n 2" in proc.stdout and "srun -N 2 -n 2 --distribution=cyclic" in proc.stdout
@@ -155,4 +155,15 @@ def test_tune_nodes_form_on_a_two_node_slurm(tmp_path):
     for p in points:
         assert p["default_runs"] == open_mpi_default(Collective.BCAST, 4, p["nbytes"], 2).label == "han default: han"
         check_two_node_point(report, p, deployed.runs(Collective.BCAST, 4, p["nbytes"], 2), deployed.han_tunables)
+    assert report["selections"]["bcast.ompi"]["grid"] and report["converged_share"] is not None
+    # the page an admin reads on two nodes: self-contained, with the measured gains of the check beside the
+    # predicted ones, and (where a browser runs) loading without an error
+    from browser import available, external_references, load
+
+    text = (tmp_path / "report.html").read_text()
+    assert external_references(text) == [] and "Measured gains" in text and "han default: han" in text
+    if available():
+        seen = load(tmp_path / "report.html")
+        assert seen.errors == [] and seen.images and all(complete and width > 100
+                                                         for complete, width, _ in seen.images)
     print(proc.stdout[-2500:])  # the measured check, for the issue note (pytest -s)

@@ -155,6 +155,23 @@ def fit_channels(columns: dict[str, np.ndarray], model: str, transfers: dict[str
     return fits
 
 
+def model_section(model: str, fits: Sequence[ChannelFit]) -> dict[str, Any]:
+    """The parameter-file section of ``model`` from its channels' fits.
+
+    tau-Lop's default rule past a table's last size, ``beyond_m = "chunks"``
+    (paper 000 eq. 1-3: whole chunks of the last size), holds for a sum of
+    tables only when they end at the same size; a channel's transmission sums
+    its own table and another's (a node's shm leg of a tcp transfer). When
+    the fitted tables end at different sizes (a calibration whose budget
+    stopped one channel's largest sizes), the section says
+    ``beyond_m = "slope"``, so what calibrate or fit writes is what predict reads.
+    """
+    section: dict[str, Any] = {f.channel: f.params for f in fits}
+    if model == "taulop" and len({f.params["m"][-1] for f in fits}) > 1:
+        section["beyond_m"] = "slope"
+    return section
+
+
 def fit_queue_search_channels(columns: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
     """Paper 001's queue-search gamma per channel from HighVolumePingPong rows (``hvpp``; tau = messages).
 

@@ -278,7 +278,7 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
                    result: dict) -> int:
     """Fit every model the rows allow and write ``params.toml`` with its provenance; print a summary."""
     from commcost.calibration.disturbed import disturbed_cells, disturbed_warning
-    from commcost.calibration.from_measurements import fit_channels
+    from commcost.calibration.from_measurements import fit_channels, model_section
     from commcost.calibration.plan import row_ident
     from commcost.io.measurements import fit_times, measurement_columns, read_measurements
     from commcost.io.params_file import write_params
@@ -304,7 +304,7 @@ def _fit_and_write(args, csv_path: Path, started: float, benchmarks, runs, plann
             if needs in benchmarks:
                 notes[model] = exc.message
             continue
-        sections[model] = {f.channel: f.params for f in fits[model]}
+        sections[model] = model_section(model, fits[model])
         quality[model] = {f.channel: _quality(f.report, f.npoints) for f in fits[model]}
     if "bcast" in benchmarks or "nbft" in benchmarks:
         from commcost.closedform.ompi_bcast_calibration import calibrate_paper004

@@ -116,7 +116,7 @@ def trained_params(args: argparse.Namespace):
         return load_params(args.train, strict=strictness(args))
     if args.from_collectives:
         return _fit_from_collectives(args)
-    from commcost.calibration.from_measurements import fit_channels
+    from commcost.calibration.from_measurements import fit_channels, model_section
     from commcost.io.measurements import measurement_columns, read_measurements
 
     transfers = transfer_counts(args.transfers)
@@ -126,7 +126,7 @@ def trained_params(args: argparse.Namespace):
         raise exc.located(source=str(args.train)) from None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trained.toml"
-        write_params(path, {args.model: {f.channel: f.params for f in fits}}, {"fitted_from": str(args.train)})
+        write_params(path, {args.model: model_section(args.model, fits)}, {"fitted_from": str(args.train)})
         return load_params(path)
 
 

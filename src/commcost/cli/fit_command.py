@@ -55,7 +55,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 @command("fit", "fit model parameters from a measurements CSV and write a parameter file", _configure)
 def _fit(args: argparse.Namespace) -> int:
-    from commcost.calibration.from_measurements import NOT_ONE_MESSAGE, benchmark_rows, fit_channels
+    from commcost.calibration.from_measurements import NOT_ONE_MESSAGE, benchmark_rows, fit_channels, model_section
     from commcost.io.measurements import fit_times, measurement_columns, read_measurements
     from commcost.io.params_file import write_params
 
@@ -97,7 +97,7 @@ def _fit(args: argparse.Namespace) -> int:
                               "overhead and gap, so no [loggph] section is written")
         write_params(args.out, {}, meta)
     else:
-        write_params(args.out, {args.model: {f.channel: f.params for f in fits}}, meta)
+        write_params(args.out, {args.model: model_section(args.model, fits)}, meta)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"out": str(args.out), "meta": meta, "left_out": left_out,
                           "channels": {f.channel: {**f.report, "benchmarks": f.benchmarks} for f in fits}},
