@@ -9,6 +9,12 @@ xdist group: one worker runs them in turn while the others take the
 model-only tests. ``-m real_mpi`` runs only them, ``-m "not real_mpi"``
 everything else. tests/test_layers.py checks that a module launching MPI
 is in the list.
+
+The modules of :data:`TWO_NODE_MODULES` (real MPI on a cluster of network
+namespaces, one under Slurm: root, ``ip``, ``tc``, slurmd) also carry the
+``two_nodes`` mark: the README's test command leaves them out
+(``-m "real_mpi and not two_nodes"``, about 6 minutes of real MPI on 2
+cores), and CI runs them after it (``-m two_nodes``, about 5 minutes).
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ REAL_MPI_MODULES = frozenset({
     "test_ompi_fixed_real", "test_slurm_two_nodes", "test_tune_command",
     "test_tune_confidence", "test_tuning_files_mpich", "test_tuning_files_real_mpi", "test_verify_command",
 })
+TWO_NODE_MODULES = frozenset({"test_netns_two_nodes", "test_slurm_two_nodes"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_mpi: starts real MPI ranks; these run one at a time (one xdist group)")
+    config.addinivalue_line("markers", "two_nodes: real MPI on a two- or four-node cluster of network namespaces "
+                                       "(root, tc, Slurm): CI's last step")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -33,3 +42,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module is not None and module.__name__.rsplit(".", 1)[-1] in REAL_MPI_MODULES:
             item.add_marker(pytest.mark.real_mpi)
             item.add_marker(pytest.mark.xdist_group("real_mpi"))
+            if module.__name__.rsplit(".", 1)[-1] in TWO_NODE_MODULES:
+                item.add_marker(pytest.mark.two_nodes)

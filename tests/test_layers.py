@@ -109,3 +109,4 @@ def test_every_module_that_starts_mpi_ranks_runs_in_the_one_at_a_time_group():
                  if p.name != Path(__file__).name and any(s in p.read_text() for s in LAUNCHES_MPI)}
     assert launching - conftest.REAL_MPI_MODULES == set()
     assert {m for m in conftest.REAL_MPI_MODULES if not (tests / f"{m}.py").is_file()} == set()
+    assert conftest.TWO_NODE_MODULES <= conftest.REAL_MPI_MODULES

@@ -140,7 +140,7 @@ def test_tune_nodes_form_on_a_two_node_slurm(tmp_path):
                        OMPI_MCA_btl_tcp_if_include=f"{SUBNET}.0/24", OMPI_MCA_oob_tcp_if_include=f"{SUBNET}.0/24",
                        OMPI_MCA_mpi_yield_when_idle="1")  # srun passes the environment on to the ranks
             line = ["ip", "netns", "exec", cluster.head, sys.executable, "-m", "commcost", "tune", "--nodes", "2",
-                    "--ppn", "2", "--procs", "2", "--budget", "100", "--select-procs", "2..16", "--sizes", "1..1MiB",
+                    "--ppn", "2", "--procs", "2", "--budget", "80", "--select-procs", "2..16", "--sizes", "1..1MiB",
                     "--out", str(out), "--quiet", "--html", str(tmp_path / "report.html")]
             proc = subprocess.run(line, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -29,7 +29,7 @@ def tuned(tmp_path_factory) -> tuple[Path, str]:
     # --ppn 4: the checks below run up to 4 ranks on this one machine, a one-node communicator, where coll/han
     # steps aside and tuned's rules decide
     with contextlib.redirect_stdout(buffer):
-        code = main(["tune", "--procs", "2", "--budget", "100", "--out", str(out), "--select-procs", "2..16",
+        code = main(["tune", "--procs", "2", "--budget", "80", "--out", str(out), "--select-procs", "2..16",
                      "--ppn", "4", "--sizes", "1..1MiB", "--collectives", "bcast,allreduce,reduce,allgather,alltoall",
                      "--verify-procs", "2,4", "--quiet", "--html", str(out / "report.html")])
     assert code == 0, buffer.getvalue()
