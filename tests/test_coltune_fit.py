@@ -21,6 +21,7 @@ from commcost.io.params_file import load_params
 from commcost.io.platform_file import load_platform
 from commcost.models import PlacedSchedule
 from commcost.platform import Mapping
+from fit_helpers import rows_up_to
 
 HERE = Path(__file__).resolve().parent
 PEAK = HERE / "data" / "peak-coltune"
@@ -158,6 +159,7 @@ def test_tune_from_measurements_goes_straight_to_rules(imported, tmp_path, capsy
     import json
 
     out = tmp_path / "run"
+    imported = rows_up_to(imported, tmp_path / "up-to-256KiB.csv", 256 << 10)
     assert main(["tune", "--from-measurements", str(imported), "--platform", str(PLATFORM), "--ppn", "42",
                  "--select-procs", "64,128", "--sizes", "1KiB..64KiB", "--collectives", "bcast,allreduce",
                  "--out", str(out), "--quiet"]) == 0

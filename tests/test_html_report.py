@@ -16,6 +16,7 @@ from commcost.collectives import Collective, find
 from commcost.report.html_page import HtmlPage
 from commcost.report.palette import MARKERS, OKABE_ITO, VISION, min_distance, style, styles
 from commcost.selection.decision import Choice
+from fit_helpers import rows_up_to
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -170,7 +171,8 @@ def tuned_from_sweeps(tmp_path_factory):
     """tune on the Peak sweeps (no MPI run): the same page as after a calibration, less the measured gains."""
     out = tmp_path_factory.mktemp("tune-html")
     assert main(["import", "coltune", str(PEAK), "-o", str(out / "m.csv"), "--host", "peak"]) == 0
-    assert main(["tune", "--from-measurements", str(out / "m.csv"), "--platform", str(EXAMPLES / "peak" /
+    rows_up_to(out / "m.csv", out / "up-to-256KiB.csv", 256 << 10)
+    assert main(["tune", "--from-measurements", str(out / "up-to-256KiB.csv"), "--platform", str(EXAMPLES / "peak" /
                  "platform.toml"), "--ppn", "42", "--select-procs", "32..128", "--sizes", "1KiB..64KiB",
                  "--collectives", "bcast", "--out", str(out / "run"), "--quiet", "--html",
                  str(out / "report.html")]) == 0
