@@ -489,8 +489,8 @@ def test_crossing_pairs_share_the_trunk_and_delta_is_its_inverse_rate(tmp_path, 
         shm = shlex.join(cluster.mpirun(2, extra=["--host", f"{cluster.nodes[0]}:2", *YIELD]))
         tcp = shlex.join(cluster.mpirun(4, extra=["--map-by", "slot", "--oversubscribe", *YIELD]))
         cal = tmp_path / "cal"
-        proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "4", "--budget", "50",
-                               "--benchmarks", "pingpong,crossing", "--sizes", "8,1KiB,16KiB,64KiB,256KiB",
+        proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "4", "--budget", "60",
+                               "--benchmarks", "pingpong,crossing", "--sizes", "8,16KiB,128KiB,256KiB",
                                "--quiet", "--out", str(cal), "--channel-launcher", f"shm={shm}",
                                "--channel-launcher", f"tcp={tcp}"],
                               capture_output=True, text=True, timeout=330, env=ENV)
@@ -498,11 +498,14 @@ def test_crossing_pairs_share_the_trunk_and_delta_is_its_inverse_rate(tmp_path, 
     rows = {(m.tau, m.nbytes): m for m in read_measurements(cal / "measurements.csv")
             if m.benchmark == "crossing" and m.channel == "tcp"}
     assert {m.nnodes for m in rows.values()} == {4}
-    big = 256 << 10
     # 2 pairs at 256 KiB converge slowly (the trunk's token bucket makes their times bimodal: 100-450 repetitions
-    # measured here), so they take the rest of the budget, 40-45 s of 50 in all; every point before gets its
-    # share first (the worker's deadline), so on a slow machine the last one is measured, only less precisely
-    assert {(1, big), (2, big)} <= rows.keys(), proc.stdout + proc.stderr
+    # measured here), so they take the rest of the budget; every point before gets its share first (the
+    # worker's deadline). On a busy machine the run may still end before that last point (beside a CPU-bound
+    # process, 50 s over 5 sizes measured 19 of 30 points; CI once stopped there with 180 s), so the check
+    # takes the largest size both counts of pairs were measured at, 128 KiB or more: twice the bucket's burst
+    both = [n for (tau, n) in rows if tau == 1 and (2, n) in rows]
+    big = max(both, default=0)
+    assert big >= 128 << 10, proc.stdout + proc.stderr
     # two pairs share the trunk: 1.5x-2.1x one pair measured here (2x on an idle link; the module's other
     # cluster and 4 ranks on 2 cores disturb it), where the nodes' own links would give 1x
     assert rows[(2, big)].time_s_median > 1.3 * rows[(1, big)].time_s_median
