@@ -1,14 +1,15 @@
 """Test-suite wiring: the tests that start real MPI ranks run one at a time.
 
-The README's test command runs the suite on every core (pytest-xdist,
-``-n auto --dist loadgroup``). Tests that launch real MPI ranks (Open MPI's
-ranks spin while they wait) would slow each other down and break their
-budgets if two ran at once on a 2-core machine, so every test of the
-modules in :data:`REAL_MPI_MODULES` carries the ``real_mpi`` mark and one
-xdist group: one worker runs them in turn while the others take the
-model-only tests. ``-m real_mpi`` runs only them, ``-m "not real_mpi"``
-everything else. tests/test_layers.py checks that a module launching MPI
-is in the list.
+The README's test command runs the model-only tests on every core
+(pytest-xdist, ``-n auto -m "not real_mpi"``), then the tests that launch
+real MPI ranks in a second pytest without xdist: Open MPI's ranks spin while
+they wait, and two such tests at once on a 2-core machine would slow each
+other down and break their budgets. Every test of the modules in
+:data:`REAL_MPI_MODULES` carries the ``real_mpi`` mark (and an xdist group,
+for a ``--dist loadgroup`` run; pytest-xdist 3.8 left our items' node ids
+without the group's suffix when checked, so the separate step is what keeps
+them one at a time). tests/test_layers.py checks that a module launching
+MPI is in the list.
 
 The modules of :data:`TWO_NODE_MODULES` (real MPI on a cluster of network
 namespaces, one under Slurm: root, ``ip``, ``tc``, slurmd) also carry the

@@ -179,13 +179,16 @@ def test_every_benchmark_fits_in_a_small_budget(tmp_path):
     assert proc.returncode == 0, stderr
     assert elapsed < 40, f"took {elapsed:.0f} s for a 40 s budget"
     rows = read_measurements(out / "measurements.csv")
-    # the leading runs land; the per-collective sweeps (one run per algorithm, last in the plan) may not in 40 s
+    # the leading runs land; the per-collective sweeps (one run per algorithm, last in the plan) may not in 40 s,
+    # and beside a CPU-bound process neither may the runs after the point-to-point ones: then the parameter
+    # file names the runs the budget skipped or stopped
     landed = {m.benchmark for m in rows}
-    assert {"pingpong", "ring_tau", "nbft", "hvpp", "reduction", "bcast_gather"} <= landed
-    assert landed <= {"pingpong", "ring_tau", "nbft", "hvpp", "crossing", "reduction", "bcast_gather", "collective"}
-    assert "] pingpong" not in stdout and " ms  reps" not in stdout and "measured" in stdout  # --quiet
     with open(out / "params.toml", "rb") as f:
         meta = tomllib.load(f)["meta"]
+    assert {"pingpong", "ring_tau"} <= landed
+    assert {"nbft", "hvpp", "reduction", "bcast_gather"} <= landed or meta.get("skipped_runs"), (landed, meta)
+    assert landed <= {"pingpong", "ring_tau", "nbft", "hvpp", "crossing", "reduction", "bcast_gather", "collective"}
+    assert "] pingpong" not in stdout and " ms  reps" not in stdout and "measured" in stdout  # --quiet
     assert meta["benchmarks"] == list(BENCHMARKS)
     assert meta["points"] == len(rows) and meta["planned"] >= len(rows)
 
