@@ -9,8 +9,8 @@ ascending source, or the reverse, paper 001's two queues),
 slowest rank's time of each; the median is the measured cost. One launch
 times every level and order not yet measured (a launch costs seconds, a
 level milliseconds: 10 AMG levels and orders on 2 ranks, 34 s in ten
-launches, take 6 s in one). Every level's result is written as it is taken (``OUT/<pattern>_L<k>_<order>_
-<network>.json``) and reused when the command runs again, so a run killed
+launches, take 6 s in one). Every level's result is written as it is
+taken (``OUT/<pattern>_L<k>_<order>_<network>.json``) and reused when the command runs again, so a run killed
 halfway loses nothing.
 
 The same level is priced under each model of ``--params``: on a one-node
