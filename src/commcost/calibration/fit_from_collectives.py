@@ -23,6 +23,14 @@ linear piece) to get G, fits the linearized problem T = G theta with
 ``least_squares``, and repeats until theta settles (a few steps): 1 + 2C
 pricings per step instead of a Jacobian per iteration.
 
+A channel whose platform entry states its eager limit is fitted with
+Hockney's protocol parameters as well (:mod:`.fit_layout`,
+:mod:`commcost.models.hockney`): the sender's share of an eager message, and
+a second law, with its own sender's share, above the limit. Prices stay
+piecewise linear and homogeneous in theta (the layout of theta is then
+per channel, :func:`parameter_layout`), and a parameter only messages above
+(below) the limit read moves only the points that have one.
+
 A parameter no training schedule touches (no two-node rows: the network
 channel) has a zero column in G: it is reported as *unidentified* and its
 channel left out of the result rather than invented. One whose doubling and
@@ -65,14 +73,13 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import least_squares
 
+from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, layout_of, nominal_priors,  # noqa: F401
+                                             parameter_layout, protocol_limits, start_of)
 from commcost.errors import InputError
 
 LOSS = "soft_l1"
 F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linear
 # the models fitted this way: their per-channel parameters, and where they start before the first step
-MODEL_PARAMS = {"hockney": ("alpha_s", "beta_s_per_byte"), "loggph": ("L_s", "o_s", "g_s", "G_s_per_byte"),
-                "taulop": ("o_s", "L_s", "G_s_per_byte")}
-STARTS = {"hockney": (1e-6, 1e-10), "loggph": (1e-6, 5e-7, 5e-7, 1e-10), "taulop": (5e-7, 1e-6, 1e-10)}
 # parameters of no channel, fitted beside the channels' where the rows need them: the time per byte a rank
 # takes to reduce a received vector into its own (reduce, allreduce, reduce_scatter), gamma(m) = g m
 EXTRA_STARTS = {"reduction_s_per_byte": 1e-10}
@@ -130,23 +137,27 @@ def _figures(ratio: np.ndarray) -> dict[str, float]:
 def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
               price: Callable[[np.ndarray], np.ndarray], max_steps: int = 12, tol: float = 1e-4,
               start: np.ndarray | None = None, extra: Sequence[str] = (),
-              prior: dict[int, float] | None = None, prior_weight: float = 1.0) -> CollectiveFit:
+              prior: dict[int, float] | None = None, prior_weight: float = 1.0,
+              layout: Sequence[tuple[str, str]] | None = None,
+              fixed: dict[str, dict[str, float]] | None = None) -> CollectiveFit:
     """Fit ``model``'s parameters per channel (module docstring). ``price(theta)`` gives every point's model
     time for ``theta``: the :data:`MODEL_PARAMS` of each channel in turn, in ``channels`` order, then the
     ``extra`` parameters (:data:`EXTRA_STARTS`: the reduction rate). ``start``: where the steps begin (a fit
     of similar rows: the folds of a cross-validation), else :data:`STARTS` scaled to the rows. ``prior``:
     theta's index -> a value said of it (a channel's nominal latency or time per byte,
     :func:`nominal_priors`): a residual log(theta_j / prior_j) weighing ``prior_weight`` measured points
-    joins the fit, and a parameter no row moves takes its prior (``assumed``) instead of going unwritten."""
+    joins the fit, and a parameter no row moves takes its prior (``assumed``) instead of going unwritten.
+    ``layout``: theta's (unit, parameter) entries when not every channel has the same ones
+    (:func:`parameter_layout`); ``fixed``: values written beside a unit's fitted ones (its eager limit)."""
     if not points:
         raise InputError("no collective rows to fit; expected measured times of forced algorithms "
                          "(e.g. commcost import coltune)")
     y = np.array([p.time_s for p in points], dtype=np.float64)
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
         raise InputError("expected measured times > 0 in every row")
-    per = len(MODEL_PARAMS[model])
-    k = per * len(channels) + len(extra)
-    theta = np.array([STARTS[model][j % per] for j in range(per * len(channels))]
+    layout = list(layout) if layout is not None else parameter_layout(model, channels)
+    k = len(layout) + len(extra)
+    theta = np.array([start_of(model, name) for _, name in layout]
                      + [EXTRA_STARTS[name] for name in extra], dtype=np.float64)
     if start is not None and len(start) == k and np.all(np.isfinite(start)) and np.any(np.asarray(start) > 0):
         theta = np.asarray(start, dtype=np.float64).copy()
@@ -249,15 +260,17 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         pricings += 2
         if max(abs(m - here) for m in moved) < WEAK_LOSS * here:  # (a perfect fit, loss 0, moves any way)
             flat.append(j)
-    names = [f"{MODEL_PARAMS[model][j % per]} of {channels[j // per]}" for j in range(per * len(channels))] + list(
-        extra)
+    names = [f"{name} of {unit}" for unit, name in layout] + list(extra)
     assumed = [j for j in prior if not used[j]]
     known = used.copy()
     known[assumed] = True
-    params = {c: {name: float(theta[per * i + q]) for q, name in enumerate(MODEL_PARAMS[model])}
-              for i, c in enumerate(channels) if known[per * i:per * (i + 1)].all() or used[per * i:per * (i + 1)].any()}
-    fitted_extra = {name: float(theta[per * len(channels) + q]) for q, name in enumerate(extra)
-                    if used[per * len(channels) + q]}
+    params = {}
+    for c in channels:
+        mine = [j for j, (unit, _) in enumerate(layout) if unit == c]
+        if mine and (known[mine].all() or used[mine].any()):
+            params[c] = complete_groups({layout[j][1]: float(theta[j]) for j in mine if known[j]},
+                                         dict((fixed or {}).get(c, {})))
+    fitted_extra = {name: float(theta[len(layout) + q]) for q, name in enumerate(extra) if used[len(layout) + q]}
     per_algorithm: dict[str, dict[str, float]] = {}
     keys = [f"{p.collective}.{p.algorithm}" for p in points]
     for key in sorted(set(keys)):
@@ -379,31 +392,6 @@ def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
     return out
 
 
-PRIOR_OF = {"hockney": {"alpha_s": "latency", "beta_s_per_byte": "time per byte"},
-            "loggph": {"L_s": "latency", "G_s_per_byte": "time per byte"},
-            "taulop": {"L_s": "latency", "G_s_per_byte": "time per byte"}}
-
-
-def nominal_priors(model: str, platform, units: Sequence[str]) -> dict[int, float]:
-    """theta's index -> the value a channel's nominal latency and bandwidth say of it (the platform's
-    ``nominal_latency_s``, ``nominal_bandwidth``; :data:`PRIOR_OF`), for the ``units`` fitted (channels;
-    tau-Lop: tables, a channel's own table named like it)."""
-    per = MODEL_PARAMS[model]
-    by_name = {c.name: c for c in platform.channels}
-    out: dict[int, float] = {}
-    for i, unit in enumerate(units):
-        channel = by_name.get(unit)
-        if channel is None:
-            continue
-        said = {"latency": channel.nominal_latency_s,
-                "time per byte": None if channel.nominal_bandwidth is None else 1.0 / channel.nominal_bandwidth}
-        for q, name in enumerate(per):
-            value = said.get(PRIOR_OF[model].get(name, ""))
-            if value is not None:
-                out[len(per) * i + q] = value
-    return out
-
-
 def reduction_law(rate_s_per_byte: float):
     """gamma(m) = rate x m as a :class:`~commcost.models.reduction.ReductionLaw` (a two-point table through
     the origin, continued along its slope): what a fitted reduction rate prices."""
@@ -431,43 +419,56 @@ class Pricer:
     in j need only price the points it touches: the others' prices are the same numbers."""
 
     def __init__(self, model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
-                 extra: Sequence[str] = ()):
+                 extra: Sequence[str] = (), limits: dict[str, int] | None = None):
         from commcost.models import MODELS
 
         self.model, self.placed, self.channels = model, list(placed), list(channels)
         self.statistics = None if statistics is None else list(statistics)
         self.extra = list(extra)
         self.names = MODEL_PARAMS[model]
+        self.limits = dict(limits or {})  # Hockney: channel -> eager limit (its protocol parameters fitted)
+        self.layout = layout_of(model, channels, self.limits)
         self.params_class = MODELS[model].PARAMS
         self.tau_max = taulop_tau_max(self.placed)
         self.touches = self._touches()
 
     def _touches(self) -> np.ndarray:
-        per, units = len(self.names), self.channels
-        out = np.ones((len(self.placed), per * len(units) + len(self.extra)), bool)
+        layout, n = self.layout, len(self.layout)
+        out = np.ones((len(self.placed), n + len(self.extra)), bool)
         for i, p in enumerate(self.placed):
             by_name = {c.name: c for c in p.platform.channels}
-            used = {p.platform.channels[c].name for c in np.unique(p.channel).tolist()}
+            names = [c.name for c in p.platform.channels]
+            used = {names[c] for c in np.unique(p.channel).tolist()}
             if self.model == "taulop":
                 used |= {t for c in list(used) for t in by_name[c].transfers}
-            for u, unit in enumerate(units):
-                out[i, per * u:per * (u + 1)] = unit in used
+            above = {u for u, limit in self.limits.items() if u in used and np.any(
+                p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] > limit)}
+            below = {u for u, limit in self.limits.items() if u in used and np.any(
+                p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] <= limit)}
+            for j, (unit, name) in enumerate(layout):
+                if name.startswith("rendezvous_"):  # only messages above the eager limit read them
+                    out[i, j] = unit in above
+                elif unit in self.limits:
+                    out[i, j] = unit in below
+                else:
+                    out[i, j] = unit in used
             if "reduction_s_per_byte" in self.extra:  # only a combining transmission pays gamma(m)
-                out[i, per * len(units) + self.extra.index("reduction_s_per_byte")] = bool(p.schedule.combine.any())
+                out[i, n + self.extra.index("reduction_s_per_byte")] = bool(p.schedule.combine.any())
         return out
 
     def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         from commcost.models import MODELS
 
-        per, channels = len(self.names), self.channels
+        n, channels = len(self.layout), self.channels
         if self.model == "taulop":
-            data: dict = {"beyond_m": "slope", **taulop_tables(theta[:per * len(channels)], channels, self.tau_max)}
+            data: dict = {"beyond_m": "slope", **taulop_tables(theta[:n], channels, self.tau_max)}
         else:
-            data = {c: {name: float(theta[per * i + q]) for q, name in enumerate(self.names)}
-                    for i, c in enumerate(channels)}
+            data = {c: ({"eager_limit_bytes": float(self.limits[c])} if c in self.limits else {}) for c in channels}
+            for j, (unit, name) in enumerate(self.layout):
+                data[unit][name] = float(theta[j])
         priced = MODELS[self.model](self.params_class.from_dict(data))
         if "reduction_s_per_byte" in self.extra:
-            priced.with_reduction(reduction_law(theta[per * len(channels) + self.extra.index("reduction_s_per_byte")]))
+            priced.with_reduction(reduction_law(theta[n + self.extra.index("reduction_s_per_byte")]))
         index = range(len(self.placed)) if rows is None else np.asarray(rows, dtype=np.int64).tolist()
         if self.statistics is None:
             return np.array([priced.total_time_s(self.placed[i]) for i in index], dtype=np.float64)
@@ -475,6 +476,6 @@ class Pricer:
 
 
 def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
-           extra: Sequence[str] = ()) -> Pricer:
-    """The :class:`Pricer` of ``placed``."""
-    return Pricer(model, placed, channels, statistics, extra)
+           extra: Sequence[str] = (), limits: dict[str, int] | None = None) -> Pricer:
+    """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`)."""
+    return Pricer(model, placed, channels, statistics, extra, limits)

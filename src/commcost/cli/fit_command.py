@@ -211,7 +211,8 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
 
     from commcost.calibration.algorithm_corrections import choose_corrections, corrections
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
-                                                           fit_model, fitted_units, nominal_priors, pricer,
+                                                           fit_model, fitted_units, nominal_priors,
+                                                           parameter_layout, pricer, protocol_limits,
                                                            taulop_tau_max)
 
     if model not in MODEL_PARAMS:
@@ -225,8 +226,12 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
             and (c.nominal_latency_s is not None or c.nominal_bandwidth is not None)]
     units = fitted_units(model, platform, [c.name for c in platform.channels if c.name in channels or c.name in said])
     extra = extra_parameters(points)
-    fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra),
-                    start=start, extra=extra, prior=nominal_priors(model, platform, units), prior_weight=prior_weight)
+    limits = protocol_limits(model, platform, units)  # Hockney: channels that say their eager limit
+    layout = parameter_layout(model, units, platform)
+    fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra, limits),
+                    start=start, extra=extra, prior=nominal_priors(model, platform, units, layout),
+                    prior_weight=prior_weight, layout=layout,
+                    fixed={u: {"eager_limit_bytes": float(v)} for u, v in limits.items()})
     fit.units = "table" if model == "taulop" else "channel"
     fit.tau_max = taulop_tau_max(placed) if model == "taulop" else 0
     fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"
@@ -331,7 +336,8 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
           f"({fit.steps} steps, {fit.pricings} pricings of every point)")
     for channel, values in fit.params.items():
         print(f"  {channel:<6} " + "   ".join(
-            f"{name} {value * 1e9:.5f} ns/B" if name.endswith("per_byte") else f"{name} {value * 1e6:.4f} us"
+            f"{name} {value * 1e9:.5f} ns/B" if name.endswith("per_byte") else
+            f"{name} {value:.0f}" if name.endswith("_bytes") else f"{name} {value * 1e6:.4f} us"
             for name, value in values.items()))
     if "reduction_s_per_byte" in fit.extra:
         rate = fit.extra["reduction_s_per_byte"]

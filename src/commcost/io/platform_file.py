@@ -111,14 +111,16 @@ def _nodes(root: Table, types: dict[str, NodeType], levels: tuple[str, ...]) -> 
 def _channels(root: Table) -> list[Channel]:
     channels = []
     for index, entry in enumerate(root.tables("channels")):
-        entry.only("name", "id", "level", "transfers", "contention", "nominal_latency_s", "nominal_bandwidth")
+        entry.only("name", "id", "level", "transfers", "contention", "nominal_latency_s", "nominal_bandwidth",
+                   "eager_limit_bytes")
         name = entry.text("name")
         if any(c.name == name for c in channels):
             raise entry.error("name", f"channel name {name!r} is used twice; expected unique channel names")
         contention = entry.text("contention", "channel", choices=[c.value for c in ContentionScope])
         channels.append(Channel(name, entry.integer("id", index, minimum=0), entry.text("level"),
                                 entry.strings("transfers", default=[name]), ContentionScope(contention),
-                                entry.positive("nominal_latency_s", None), entry.positive("nominal_bandwidth", None)))
+                                entry.positive("nominal_latency_s", None), entry.positive("nominal_bandwidth", None),
+                                entry.integer("eager_limit_bytes", None, minimum=1)))
     return channels
 
 

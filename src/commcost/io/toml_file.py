@@ -147,8 +147,10 @@ class Table:
         return value
 
     def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> int:
-        """An integer field, at least ``minimum``."""
+        """An integer field, at least ``minimum`` (absent: ``default``, which may be None)."""
         value = self.raw(key, default)
+        if value is default and default is None:
+            return value
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(key, f"expected an integer{_at_least(minimum)}, got {_kind(value)} {value!r}")
         if minimum is not None and value < minimum:

@@ -14,6 +14,25 @@ once). The model knows no channel contention (tau-Lop's job), and sends
 posted together (Isend + Waitall) cost the same as a sequence of blocking
 sends. In a dependency schedule a transmission starts once what it waits
 for has ended and its sender is free (:mod:`.dependency_timeline`).
+
+**Protocol regimes and the sender's share** (issue 35 item 2). Who pays
+for a transmission depends on the library's protocol. Below a channel's
+eager limit the sender copies the message out and its send completes: the
+sender is taken for send_alpha + send_beta m, then free for its next
+message, while the message arrives alpha + beta m after it started. Above
+the limit (rendezvous: single-copy shared memory, RDMA get) the receiver
+pulls the bytes: the sender is taken for rendezvous_send_alpha +
+rendezvous_send_beta m (the handshake, and what it still copies), its send
+completes when the message has arrived, rendezvous_alpha + rendezvous_beta
+m after it started. A root's back-to-back sends then overlap as far as the
+sender's share says (a linear bcast's P - 1 receivers copy at once). The
+shares are fitted, not assumed: a share equal to the wire's time is
+classic Hockney; a share near 0, a receiver-copy transport with no
+contention. A channel without ``eager_limit_bytes`` and send_* values is
+the classic model above. The arrival times are LogGP's (Alexandrov et al.
+1995: o + L + o against the sender's o, its gap g) in Hockney's
+per-message and per-byte form, one pair per protocol as in the max-rate
+model's short/eager/rendezvous regimes (paper 001 section 3, Table 1).
 """
 
 from __future__ import annotations
@@ -24,7 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
-from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.fields import read_numbers, read_tables
 from commcost.models.dependency_timeline import dependency_times
 from commcost.models.timeline import serialized
 
@@ -35,21 +54,80 @@ def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.
 
 @dataclass(frozen=True)
 class HockneyChannel:
-    """Hockney parameters of one channel: latency and inverse bandwidth."""
+    """Hockney parameters of one channel: latency and inverse bandwidth; optionally what a send takes of
+    its sender (send_*), and a second law above the channel's eager limit (rendezvous_*: module docstring)."""
 
     alpha_s: float
     beta_s_per_byte: float
+    send_alpha_s: float | None = None
+    send_beta_s_per_byte: float | None = None
+    eager_limit_bytes: float | None = None
+    rendezvous_alpha_s: float | None = None
+    rendezvous_beta_s_per_byte: float | None = None
+    rendezvous_send_alpha_s: float | None = None
+    rendezvous_send_beta_s_per_byte: float | None = None
 
     UNITS: ClassVar[dict[str, str]] = {"alpha_s": "seconds", "beta_s_per_byte": "seconds per byte"}
+    SENDER: ClassVar[dict[str, str]] = {"send_alpha_s": "seconds", "send_beta_s_per_byte": "seconds per byte"}
+    RENDEZVOUS: ClassVar[dict[str, str]] = {
+        "eager_limit_bytes": "bytes", "rendezvous_alpha_s": "seconds", "rendezvous_beta_s_per_byte":
+        "seconds per byte", "rendezvous_send_alpha_s": "seconds", "rendezvous_send_beta_s_per_byte":
+        "seconds per byte"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HockneyChannel":
-        """From ``{alpha_s, beta_s_per_byte}``."""
-        return cls(**read_numbers(data, cls.UNITS))
+        """From ``{alpha_s, beta_s_per_byte}``, with ``send_alpha_s, send_beta_s_per_byte`` both or neither,
+        and ``eager_limit_bytes`` with the four ``rendezvous_*`` values or none of them."""
+        if not isinstance(data, dict):
+            return cls(**read_numbers(data, cls.UNITS))
+        groups = [g for g in (cls.SENDER, cls.RENDEZVOUS) if any(k in data for k in g)]
+        units = {**cls.UNITS, **{k: v for g in groups for k, v in g.items()}}
+        return cls(**read_numbers(data, units))
+
+    @property
+    def classic(self) -> bool:
+        """Whether this is Hockney's one law, a sender taken for the whole message."""
+        return self.send_alpha_s is None and self.eager_limit_bytes is None
 
     def to_dict(self) -> dict[str, float]:
-        """Plain data for a TOML section."""
-        return {"alpha_s": self.alpha_s, "beta_s_per_byte": self.beta_s_per_byte}
+        """Plain data for a TOML section (the optional groups where given)."""
+        out = {"alpha_s": self.alpha_s, "beta_s_per_byte": self.beta_s_per_byte}
+        for key in (*self.SENDER, *self.RENDEZVOUS):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per transmission (seconds): the wire's time (start to arrival, and what it holds its receiver),
+    what it takes of its sender, and when its send completes for the sender: Hockney's alpha + beta m for
+    all three on a classic channel; below an eager limit the sender's send_alpha + send_beta m and a send
+    completed then; above it the rendezvous_* pair and a send completed at arrival (module docstring)."""
+    m = placed.schedule.nbytes
+    nan = float("nan")
+
+    def column(name: str, fallback: str | None = None) -> np.ndarray:
+        values = []
+        for row in rows:
+            v = None if row is None else getattr(row, name)
+            if v is None and row is not None and fallback is not None:
+                v = getattr(row, fallback)
+            values.append(nan if v is None else v)
+        return np.array(values, dtype=np.float64)[placed.channel]
+
+    wire = hockney_time_s(m, column("alpha_s"), column("beta_s_per_byte"))
+    if all(row is None or row.classic for row in rows):
+        return wire, wire, wire
+    busy = hockney_time_s(m, column("send_alpha_s", "alpha_s"), column("send_beta_s_per_byte", "beta_s_per_byte"))
+    sent = busy.copy()
+    limit = column("eager_limit_bytes")
+    above = m > np.where(np.isnan(limit), np.inf, limit)
+    if above.any():
+        wire[above] = hockney_time_s(m, column("rendezvous_alpha_s"), column("rendezvous_beta_s_per_byte"))[above]
+        busy[above] = hockney_time_s(m, column("rendezvous_send_alpha_s"),
+                                     column("rendezvous_send_beta_s_per_byte"))[above]
+        sent[above] = np.maximum(wire[above], busy[above])
+    return wire, busy, np.maximum(sent, 0.0)
 
 
 @dataclass(frozen=True)
@@ -78,29 +156,36 @@ class Hockney(Model):
     PARAMS = HockneyParams
 
     def _times(self, placed: PlacedSchedule) -> np.ndarray:
-        rows = channel_table(self.params.channels, placed, self.NAME)
-        alpha, beta = channel_arrays(rows, ("alpha_s", "beta_s_per_byte"), placed.channel)
-        return hockney_time_s(placed.schedule.nbytes, alpha, beta)
+        return self._protocol(placed)[0]
+
+    def _protocol(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return protocol_times(channel_table(self.params.channels, placed, self.NAME), placed)
 
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
-        """alpha + beta m: a message holds its receiver as long as its sender (single port)."""
+        """alpha + beta m: a message holds its receiver as long as it is on the wire (single port)."""
         return self._times(placed)
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         s = placed.schedule
         if s.has_dependencies:
             return self.completions(placed)[1]
-        _, sent = serialized(s.phase * s.nprocs + s.src, self._times(placed))
+        wire, busy, _ = self._protocol(placed)
+        if busy is wire:
+            _, sent = serialized(s.phase * s.nprocs + s.src, wire)
+        else:  # a message starts when its sender is free of the previous ones, and arrives a wire time later
+            start, _ = serialized(s.phase * s.nprocs + s.src, busy)
+            sent = start + wire
         return self.phased_receptions(placed, sent)
 
     def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        """A send completes alpha + beta m after it starts; its receiver is done as :meth:`end_times` says."""
+        """A send completes when its sender's share is done (eager) or the message has arrived (rendezvous,
+        classic Hockney); its receiver is done as :meth:`end_times` says."""
         s = placed.schedule
-        busy = self._times(placed)
-        start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                       self.receive_service_s(placed), recv_occupancy_s=busy, recv_prev=s.recv_prev,
+        wire, busy, sent = self._protocol(placed)
+        start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent, wire,
+                                       self.receive_service_s(placed), recv_occupancy_s=wire, recv_prev=s.recv_prev,
                                        schedule=s)
-        return start + busy, done
+        return start + sent, done
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

@@ -71,6 +71,11 @@ class Channel:
     ``nominal_latency_s`` and ``nominal_bandwidth`` (bytes per second), when
     given, are what the hardware is said to do: a fit to measured collectives
     takes them as priors, and as the values where no measured row tells.
+    ``eager_limit_bytes``, when given, is the largest message the library
+    sends eagerly on this channel (Open MPI's ``btl_sm_eager_limit``, UCX's
+    rendezvous threshold): a fit to measured collectives then gives the
+    channel a second law above it and a sender's cost apart from the wire's
+    (:class:`commcost.models.hockney.HockneyChannel`).
     """
 
     name: str
@@ -80,6 +85,7 @@ class Channel:
     contention: ContentionScope = ContentionScope.CHANNEL
     nominal_latency_s: float | None = None
     nominal_bandwidth: float | None = None
+    eager_limit_bytes: int | None = None
 
 
 @dataclass(frozen=True)
