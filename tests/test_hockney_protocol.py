@@ -33,8 +33,10 @@ eager_limit_bytes = 4096
 """
 
 PROTOCOL = {"alpha_s": 1.0e-6, "beta_s_per_byte": 0.2e-9, "send_alpha_s": 0.4e-6, "send_beta_s_per_byte": 0.1e-9,
+            "recv_alpha_s": 0.3e-6, "recv_beta_s_per_byte": 0.15e-9,
             "eager_limit_bytes": 4096, "rendezvous_alpha_s": 3.0e-6, "rendezvous_beta_s_per_byte": 0.1e-9,
-            "rendezvous_send_alpha_s": 0.5e-6, "rendezvous_send_beta_s_per_byte": 0.02e-9}
+            "rendezvous_send_alpha_s": 0.5e-6, "rendezvous_send_beta_s_per_byte": 0.02e-9,
+            "rendezvous_recv_alpha_s": 0.8e-6, "rendezvous_recv_beta_s_per_byte": 0.09e-9}
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +83,33 @@ def test_a_classic_channel_prices_as_before_and_a_phased_schedule_reads_the_shar
     assert np.sort(model.end_times(phased)) == pytest.approx([wire, share + wire, 2 * share + wire])
 
 
+def test_messages_arriving_together_hold_the_receiver_for_its_share_only(platform):
+    """Linear gather to rank 0 from 3 ranks at 1 KiB (eager): the three messages arrive together, a wire
+    time w = 1 us + 0.2 ns/B x 1024 after they start, and the root takes them one after another, each for
+    its share r = 0.3 us + 0.15 ns/B x 1024 (Hockney's one law: each for w). At 8 KiB the rendezvous
+    receiver's share, 0.8 us + 0.09 ns/B x 8192."""
+    gather = build(find(Collective.GATHER, "ompi.basic_linear"), Case(Collective.GATHER, 4, 1024)).schedule
+    placed = PlacedSchedule.of(gather, platform, Mapping.sequential(platform, 4, 4))
+    wire, share = 1.0e-6 + 0.2e-9 * 1024, 0.3e-6 + 0.15e-9 * 1024
+    model = Hockney(HockneyParams.from_dict({"shm": PROTOCOL}))
+    assert model.rank_ends_s(placed)[0] == pytest.approx(wire + 2 * share, rel=1e-12)
+    classic = Hockney(HockneyParams.from_dict({"shm": {"alpha_s": 1.0e-6, "beta_s_per_byte": 0.2e-9}}))
+    assert classic.rank_ends_s(placed)[0] == pytest.approx(3 * wire, rel=1e-12)
+    gather = build(find(Collective.GATHER, "ompi.basic_linear"), Case(Collective.GATHER, 4, 8192)).schedule
+    placed = PlacedSchedule.of(gather, platform, Mapping.sequential(platform, 4, 4))
+    wire, share = 3.0e-6 + 0.1e-9 * 8192, 0.8e-6 + 0.09e-9 * 8192
+    assert model.rank_ends_s(placed)[0] == pytest.approx(wire + 2 * share, rel=1e-12)
+
+
 @pytest.mark.parametrize("data, field", [
     ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "send_alpha_s": 1e-7}, "send_beta_s_per_byte"),
     ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "eager_limit_bytes": 4096}, "rendezvous_alpha_s"),
     ({**PROTOCOL, "rendezvous_beta_s_per_byte": -1.0}, "rendezvous_beta_s_per_byte"),
+    ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "recv_beta_s_per_byte": 1e-10}, "recv_alpha_s"),
+    ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "rendezvous_recv_alpha_s": 1e-7}, "eager_limit_bytes"),
 ])
 def test_a_protocol_group_is_given_whole(data, field):
+    """Each share and the rendezvous law come whole, the error naming the first missing or bad field."""
     with pytest.raises(InputError) as err:
         HockneyParams.from_dict({"shm": data})
     assert err.value.where == f"shm.{field}"
@@ -96,7 +119,7 @@ def test_the_platform_says_the_eager_limit_and_only_hockney_fits_regimes(platfor
     assert platform.channels[0].eager_limit_bytes == 4096
     assert protocol_limits("hockney", platform, ["shm"]) == {"shm": 4096}
     assert protocol_limits("loggph", platform, ["shm"]) == {}
-    assert len(parameter_layout("hockney", ["shm"], platform)) == 8
+    assert len(parameter_layout("hockney", ["shm"], platform)) == 12
     bad = tmp_path / "bad.toml"
     bad.write_text(PLATFORM.replace("eager_limit_bytes = 4096", "eager_limit_bytes = 0"))
     with pytest.raises(InputError) as err:
@@ -107,13 +130,14 @@ def test_the_platform_says_the_eager_limit_and_only_hockney_fits_regimes(platfor
 def test_a_fit_of_osu_means_recovers_known_protocol_parameters(platform):
     """Rows priced from :data:`PROTOCOL` as OSU reports them (the mean over ranks), every Open MPI bcast
     and gather at P = 2..16 on one node, sizes on both sides of the eager limit, 3% log-normal noise: the
-    fit with the platform's eager limit recovers all eight shared-memory parameters within 10% and prices
+    fit with the platform's eager limit recovers all twelve shared-memory parameters within 15% (the
+    receiver's shares, which only receptions that queue show, least sharply) and prices
     the rows within a median 3%; Hockney's one law, fitted to the same rows, misses them by over 15%."""
     points, placed = [], []
     for collective in (Collective.BCAST, Collective.GATHER):
         for algorithm in [a for a in algorithms(collective) if a.library == "ompi" and a.id is not None]:
             for nprocs in (2, 4, 8, 16):
-                for nbytes in (64, 1024, 4096, 8192, 65536, 1 << 20):
+                for nbytes in (64, 1024, 4096, 8192, 32768, 262144, 1 << 20):
                     schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params()).schedule
                     placed.append(PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, 16)))
                     points.append((collective.value, algorithm.name, nprocs, nbytes))
@@ -123,7 +147,7 @@ def test_a_fit_of_osu_means_recovers_known_protocol_parameters(platform):
     measured = means(truth) * np.random.default_rng(5).lognormal(0.0, 0.03, len(points))
     rows = [Point(c, a, p, n, t, statistic="mean") for (c, a, p, n), t in zip(points, measured)]
     fit = fit_model("hockney", rows, ["shm"], means, layout=layout, fixed={"shm": {"eager_limit_bytes": 4096.0}})
-    assert np.all(np.abs(fit.theta / truth - 1) < 0.10), dict(zip([n for _, n in layout], fit.theta / truth))
+    assert np.all(np.abs(fit.theta / truth - 1) < 0.15), dict(zip([n for _, n in layout], fit.theta / truth))
     assert fit.summary()["median_abs_pct"] < 3.0
     assert fit.params["shm"]["eager_limit_bytes"] == 4096.0 and not fit.unidentified
     one_law = fit_model("hockney", rows, ["shm"], pricer("hockney", placed, ["shm"], ["mean"] * len(points)))

@@ -25,8 +25,9 @@ pricings per step instead of a Jacobian per iteration.
 
 A channel whose platform entry states its eager limit is fitted with
 Hockney's protocol parameters as well (:mod:`.fit_layout`,
-:mod:`commcost.models.hockney`): the sender's share of an eager message, and
-a second law, with its own sender's share, above the limit. Prices stay
+:mod:`commcost.models.hockney`): the sender's and the receiver's shares of
+an eager message, and a second law, with its own shares, above the limit.
+Prices stay
 piecewise linear and homogeneous in theta (the layout of theta is then
 per channel, :func:`parameter_layout`), and a parameter only messages above
 (below) the limit read moves only the points that have one.
@@ -169,7 +170,10 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     weight = float(np.sqrt(max(prior_weight, 0.0)))
     pj = np.array(sorted(prior), dtype=np.int64)
     pv = np.array([prior[j] for j in pj.tolist()])
-    floor = 1e-3 * theta  # the smallest step and scale a parameter gets (it may reach its bound 0)
+    defaults = np.array([start_of(model, name) for _, name in layout] + [EXTRA_STARTS[n] for n in extra])
+    # the smallest step and scale a parameter gets (it may reach its bound 0; a start from another fit may
+    # hold an exact 0, whose step would be 0: its default start then)
+    floor = 1e-3 * np.where(theta > 0, theta, defaults)
     t0 = price(theta)  # the model's times at theta, carried from step to step
     touches = getattr(price, "touches", None)  # a Pricer: which points each parameter can move
     if touches is not None and touches.shape != (len(points), k):
@@ -267,7 +271,8 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     params = {}
     for c in channels:
         mine = [j for j, (unit, _) in enumerate(layout) if unit == c]
-        if mine and (known[mine].all() or used[mine].any()):
+        core = [j for j in mine if layout[j][1] in MODEL_PARAMS[model]]  # a protocol share may stay unsaid
+        if mine and (known[core].all() or used[mine].any()):
             params[c] = complete_groups({layout[j][1]: float(theta[j]) for j in mine if known[j]},
                                          dict((fixed or {}).get(c, {})))
     fitted_extra = {name: float(theta[len(layout) + q]) for q, name in enumerate(extra) if used[len(layout) + q]}
@@ -278,7 +283,10 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         per_algorithm[key] = _figures(ratio[mask])
     weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
     together = confounded(G, modelled, used, names)
-    return CollectiveFit(model, params, theta, [n for n, u in zip(names, known) if not u], ratio, points, steps,
+    shares = [("_send_" in f"_{name}" or "_recv_" in f"_{name}") for _, name in layout] + [False] * len(extra)
+    # (a protocol share no row moves is left unsaid: the wire's time, not a parameter missing)
+    return CollectiveFit(model, params, theta, [n for n, u, sh in zip(names, known, shares) if not u and not sh],
+                         ratio, points, steps,
                          pricings, per_algorithm, weak=weak, confounded=together, extra=fitted_extra,
                          assumed=[names[j] for j in assumed])
 
@@ -317,7 +325,8 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     median of its runs, each with its schedule placed in blocks: forced algorithms only (Open MPI's
     ``default`` rows say nothing about a schedule), and ping-pong rows of a platform channel as one message
     on that channel (collective ``p2p``, algorithm the channel: a combined fit where both are present);
-    returns (points, placed schedules, channel names used)."""
+    returns (points, placed schedules, channel names used). Each schedule counts the row's elements
+    (:attr:`Measurement.element_size`: OSU's reductions 4-byte floats)."""
     from commcost.collectives import Case, Collective, build, find
     from commcost.models import PlacedSchedule
     from commcost.platform import Mapping
@@ -328,18 +337,18 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
         if row.nbytes <= 0 or (max_procs is not None and row.nprocs > max_procs):
             continue
         if not row.collective and row.benchmark in ONE_MESSAGE and row.channel in names and row.nprocs == 2:
-            key = ("p2p", row.channel, 2, 0, row.nbytes, 0, "max")  # one message: its time, whoever times it
+            key = ("p2p", row.channel, 2, 0, row.nbytes, 0, "max", 1)  # one message: its time, whoever times it
         elif row.collective and row.algorithm and row.algorithm != "default":
             if collectives is not None and row.collective not in collectives:
                 continue
             key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0,
-                   row.rank_statistic)
+                   row.rank_statistic, row.element_size)
         else:
             continue
         groups.setdefault(key, []).append(row.fit_time_s)
     one = find(Collective.BCAST, "ompi.basic_linear")  # on 2 ranks: one message 0 -> 1
     points, placed, used = [], [], set()
-    for (coll, alg, nprocs, ppn, nbytes, segsize, statistic), times in sorted(groups.items()):
+    for (coll, alg, nprocs, ppn, nbytes, segsize, statistic, element), times in sorted(groups.items()):
         if coll == "p2p":
             schedule = build(one, Case(Collective.BCAST, 2, nbytes)).schedule
             where = next((w for w in (PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 2, k))
@@ -351,7 +360,8 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             collective = Collective(coll)
             algorithm = find(collective, alg if "." in alg or alg.isdigit() else f"{library}.{alg}")
             given = {"segsize": segsize} if segsize and any(p.name == "segsize" for p in algorithm.params) else {}
-            schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params(given)).schedule
+            schedule = build(algorithm, Case(collective, nprocs, nbytes, element_bytes=element),
+                             algorithm.resolve_params(given)).schedule
             where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
             label = algorithm.name
         used.update(platform.channels[c].name for c in np.unique(where.channel))

@@ -3,8 +3,8 @@ each starts: theta's layout for :mod:`.fit_from_collectives`.
 
 Every unit has its model's :data:`MODEL_PARAMS`. A Hockney channel whose platform entry states its eager
 limit (``eager_limit_bytes``) has the :data:`PROTOCOL_PARAMS` as well (:mod:`commcost.models.hockney`:
-the sender's share of an eager message; above the limit a second law with its own sender's share), and
-its fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal
+the sender's and the receiver's shares of an eager message; above the limit a second law with its own
+shares), and its fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal
 channel values become priors on the parameters they speak of (:func:`nominal_priors`).
 """
 
@@ -16,9 +16,10 @@ MODEL_PARAMS = {"hockney": ("alpha_s", "beta_s_per_byte"), "loggph": ("L_s", "o_
                 "taulop": ("o_s", "L_s", "G_s_per_byte")}
 STARTS = {"hockney": (1e-6, 1e-10), "loggph": (1e-6, 5e-7, 5e-7, 1e-10), "taulop": (5e-7, 1e-6, 1e-10)}
 # Hockney's protocol parameters for a channel that states its eager limit, and their starts
-PROTOCOL_PARAMS = {"send_alpha_s": 5e-7, "send_beta_s_per_byte": 5e-11, "rendezvous_alpha_s": 3e-6,
-                   "rendezvous_beta_s_per_byte": 1e-10, "rendezvous_send_alpha_s": 1e-6,
-                   "rendezvous_send_beta_s_per_byte": 5e-11}
+PROTOCOL_PARAMS = {"send_alpha_s": 5e-7, "send_beta_s_per_byte": 5e-11, "recv_alpha_s": 5e-7,
+                   "recv_beta_s_per_byte": 5e-11, "rendezvous_alpha_s": 3e-6, "rendezvous_beta_s_per_byte": 1e-10,
+                   "rendezvous_send_alpha_s": 1e-6, "rendezvous_send_beta_s_per_byte": 5e-11,
+                   "rendezvous_recv_alpha_s": 1e-6, "rendezvous_recv_beta_s_per_byte": 5e-11}
 
 
 def protocol_limits(model: str, platform, units: Sequence[str]) -> dict[str, int]:
@@ -51,20 +52,31 @@ def start_of(model: str, name: str) -> float:
 
 
 def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[str, float]:
-    """A unit's fitted values as its parameter file may hold them: Hockney's sender share only with both its
-    numbers, its rendezvous law (and the eager limit, from ``fixed``, it starts above) only whole; a group
-    the rows left unidentified is left out (the channel's eager law then prices every size)."""
+    """A unit's fitted values as its parameter file may hold them, each group whole: a sender's or
+    receiver's share with both its numbers (a rendezvous share no row moved takes the eager one; an eager
+    share no row moved is left out: the wire's time), the rendezvous law and the eager limit (from
+    ``fixed``) it starts above only with its alpha and beta (else left out: the eager law then prices every
+    size)."""
     out = dict(values)
-    sender = ("send_alpha_s", "send_beta_s_per_byte")
-    if any(k in out for k in sender) and not all(k in out for k in sender):
-        for k in sender:
-            out.pop(k, None)
-    rendezvous = [k for k in PROTOCOL_PARAMS if k.startswith("rendezvous_")]
-    if all(k in out for k in rendezvous):
+    for share in ("send", "recv"):  # a share no row moves: the next law out (rendezvous -> eager -> wire)
+        for law in ("alpha_s", "beta_s_per_byte"):
+            if f"rendezvous_{share}_{law}" not in out and f"{share}_{law}" in out:
+                out[f"rendezvous_{share}_{law}"] = out[f"{share}_{law}"]
+        pair = (f"{share}_alpha_s", f"{share}_beta_s_per_byte")
+        if not all(k in out for k in pair):
+            for k in pair:
+                out.pop(k, None)
+        pair = (f"rendezvous_{share}_alpha_s", f"rendezvous_{share}_beta_s_per_byte")
+        if not all(k in out for k in pair):
+            for k in pair:
+                out.pop(k, None)
+    if all(k in out for k in ("rendezvous_alpha_s", "rendezvous_beta_s_per_byte")):
+        for k in ("rendezvous_send_alpha_s", "rendezvous_send_beta_s_per_byte"):  # the law's sender: the wire's
+            out.setdefault(k, out["rendezvous_alpha_s" if k.endswith("alpha_s") else "rendezvous_beta_s_per_byte"])
         out.update(fixed)
     else:
-        for k in rendezvous:
-            out.pop(k, None)
+        for k in [k for k in out if k.startswith("rendezvous_")]:
+            out.pop(k)
     return out
 
 
@@ -87,11 +99,7 @@ def nominal_priors(model: str, platform, units: Sequence[str],
             continue
         said = {"latency": channel.nominal_latency_s,
                 "time per byte": None if channel.nominal_bandwidth is None else 1.0 / channel.nominal_bandwidth}
-        kind = PRIOR_OF[model].get(name, "")
-        if kind == "time per byte" and (unit, "rendezvous_beta_s_per_byte") in layout:
-            kind = ""  # a nominal bandwidth is said of large messages: of the rendezvous law, where it has one
-        if name == "rendezvous_beta_s_per_byte":
-            kind = "time per byte"
+        kind = PRIOR_OF[model].get(name.removeprefix("rendezvous_"), "")  # both laws' latency and time per byte
         value = said.get(kind)
         if value is not None:
             out[j] = value

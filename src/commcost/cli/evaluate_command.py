@@ -97,12 +97,22 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
 def rows_statistic(path: Path, collective) -> str:
     """What the collective's rows of a measurements CSV summarize over ranks (:attr:`Measurement.rank_statistic`;
     the most frequent where they differ)."""
+    return _most_common(path, collective, "rank_statistic", "max")
+
+
+def rows_element_bytes(path: Path, collective) -> int:
+    """The bytes per element of the collective's rows of a measurements CSV (:attr:`Measurement.element_size`:
+    OSU's reductions count 4-byte floats; the most frequent where they differ)."""
+    return _most_common(path, collective, "element_size", 1)
+
+
+def _most_common(path: Path, collective, attribute: str, default):
     from collections import Counter
 
     from commcost.io.measurements import read_measurements
 
-    found = Counter(row.rank_statistic for row in read_measurements(path) if row.collective == collective.value)
-    return found.most_common(1)[0][0] if found else "max"
+    found = Counter(getattr(row, attribute) for row in read_measurements(path) if row.collective == collective.value)
+    return found.most_common(1)[0][0] if found else default
 
 
 def trained_params(args: argparse.Namespace):
@@ -185,6 +195,7 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
     if len({p for p, _ in train}) < 2:
         return None, None
 
+    element = rows_element_bytes(measurements, collective)
     whole: list = []  # the fit of every training row: where each fold's fit begins
 
     def times_below(nprocs: int | None):
@@ -193,7 +204,7 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
                                       max_procs if nprocs is None else nprocs - 1,
                                       start=whole[0].theta if whole else None)
             price = schedule_pricer(model_from(_params_of(fit, measurements), model), platform, mapping_of, root,
-                                    statistic)
+                                    statistic, element_bytes=element)
         except InputError:
             return None
         if nprocs is None:
@@ -277,7 +288,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     sizes = sorted({n for _, n in measured})
     choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
     statistic = rows_statistic(args.test, collective)  # predict what the test rows hold (OSU: mean over ranks)
-    price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root, statistic)
+    price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root, statistic,
+                            element_bytes=rows_element_bytes(args.test, collective))
     if args.algorithm_fit:
         from commcost.cli.select_command import with_algorithm_fits
 

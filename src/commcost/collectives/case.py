@@ -75,12 +75,14 @@ class Collective(enum.Enum):
 
 @dataclass(frozen=True)
 class Case:
-    """One call: the collective, the number of ranks, the root and the size ``n`` (bytes)."""
+    """One call: the collective, the number of ranks, the root and the size ``n`` (bytes); ``element_bytes``:
+    the bytes of one element of its datatype (the library's algorithms count elements, :func:`.registry.build`)."""
 
     collective: Collective
     nprocs: int
     nbytes: int
     root: int = 0
+    element_bytes: int = 1
 
     def __post_init__(self) -> None:
         if self.nprocs < 1:
@@ -89,6 +91,8 @@ class Case:
             raise InputError(f"the message size must be >= 0 bytes, got {self.nbytes}", where="nbytes")
         if not 0 <= self.root < self.nprocs:
             raise InputError(f"the root must be a rank in 0..{self.nprocs - 1}, got {self.root}", where="root")
+        if self.element_bytes < 1:
+            raise InputError(f"an element has at least 1 byte, got {self.element_bytes}", where="element_bytes")
 
 
 @dataclass(frozen=True)

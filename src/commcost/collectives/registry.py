@@ -10,7 +10,7 @@ embedded MPI), else to the only entry of that name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, NamedTuple
 
 from commcost.collectives.case import Case, Collective, CollectiveSchedule, Param
@@ -188,6 +188,8 @@ def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = N
     """
     if case.collective is not algorithm.collective:
         raise ValueError(f"{algorithm.key} implements {algorithm.collective.value}, not {case.collective.value}")
+    if case.element_bytes > 1:
+        return in_elements(algorithm, case, params, data)
     values = algorithm.resolve_params(params)
     if case.nbytes > 0 and not algorithm.supports(case.nprocs):
         raise Unsupported(f"{algorithm.collective.value} {algorithm.key} does not run on {case.nprocs} ranks "
@@ -197,6 +199,23 @@ def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = N
         # MPI returns at once for a zero count or a single rank (Open MPI ompi/mpi/c/bcast.c and siblings)
         algorithm.builder(recorder, case, values)
     return recorder.build(algorithm.key, values)
+
+
+def in_elements(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = None,
+                data: bool = False) -> CollectiveSchedule:
+    """The schedule of a call of ``case.nbytes`` bytes in elements of ``case.element_bytes``: the library's
+    algorithm run on count = nbytes // element_bytes elements (what OSU passes: size / sizeof(float)), each
+    transmission carrying element_bytes bytes per element. The builders count one element per byte, so it
+    is the schedule of count bytes with every size times element_bytes; a segment size in bytes becomes
+    segsize // element_bytes elements (Open MPI's ``COLL_BASE_COMPUTED_SEGCOUNT``; under one element: no
+    segments). ``data`` payloads stay in elements."""
+    e = case.element_bytes
+    given = dict(algorithm.resolve_params(params))
+    if given.get("segsize"):
+        given["segsize"] = given["segsize"] // e
+    count = Case(case.collective, case.nprocs, case.nbytes // e, case.root)
+    built = build(algorithm, count, given, data)
+    return replace(built, schedule=built.schedule.scaled(float(e)), case=case)
 
 
 def whole_blocks(params: Mapping[str, int], nprocs: int, nbytes: int) -> int:

@@ -4,7 +4,8 @@ Columns, in this order (docs/file-formats.md, "Measurements (CSV)")::
 
     benchmark, collective, algorithm, nprocs, nnodes, ppn, channel, nbytes,
     segsize, tau, run, reps, time_s_mean, time_s_median, time_s_min,
-    time_s_max, time_s_std, ci95_rel, converged, mpi, host, timestamp, source
+    time_s_max, time_s_std, ci95_rel, converged, mpi, host, timestamp, source,
+    statistic, element_bytes
 
 An empty cell is "unknown / not applicable". A point is identified by its
 :data:`KEY_COLUMNS`; the store never writes two rows with the same key, so a
@@ -38,7 +39,7 @@ COLUMNS = (
     "benchmark", "collective", "algorithm", "nprocs", "nnodes", "ppn", "channel", "nbytes",
     "segsize", "tau", "run", "reps", "time_s_mean", "time_s_median", "time_s_min",
     "time_s_max", "time_s_std", "ci95_rel", "converged", "mpi", "host", "timestamp", "source",
-    "statistic",
+    "statistic", "element_bytes",
 )
 # what the times summarize over ranks (the benchmark's report): empty when unknown (files before this column)
 RANK_STATISTICS = ("", "max", "mean", "min", "rank0")
@@ -51,7 +52,8 @@ REQUIRED = ("benchmark", "nprocs", "nbytes", "time_s_mean")
 _STRINGS = ("benchmark", "collective", "algorithm", "channel", "mpi", "host", "timestamp", "source", "statistic")
 # integer columns and their minimum; those not in REQUIRED may be empty (None)
 _MAX_COUNT = 2**62  # ranks, nodes, runs, repetitions: past this a cell is a typo (and no longer fits int64)
-_INTEGERS = {"nprocs": 1, "nnodes": 1, "ppn": 1, "nbytes": 0, "segsize": 0, "tau": 1, "run": 0, "reps": 0}
+_INTEGERS = {"nprocs": 1, "nnodes": 1, "ppn": 1, "nbytes": 0, "segsize": 0, "tau": 1, "run": 0, "reps": 0,
+             "element_bytes": 1}
 _FLOATS = ("time_s_mean", "time_s_median", "time_s_min", "time_s_max", "time_s_std", "ci95_rel")
 
 
@@ -100,6 +102,7 @@ class Measurement:
     timestamp: str = ""
     source: str = ""
     statistic: str = ""  # over ranks: max (the last rank), mean (OSU's Avg), min, rank0; empty: unknown
+    element_bytes: int | None = None  # the size of one element of the call's datatype; empty: the benchmark's
 
     def __post_init__(self) -> None:
         check_measurement(self)
@@ -115,6 +118,12 @@ class Measurement:
         """What the row's times summarize over ranks: its ``statistic``, else what its benchmark reports
         (:func:`rank_statistic_of`), else the last rank's (``max``)."""
         return self.statistic or rank_statistic_of(self.benchmark, self.collective) or "max"
+
+    @property
+    def element_size(self) -> int:
+        """Bytes per element of the measured call's datatype: its ``element_bytes``, else what its benchmark
+        uses (:func:`element_bytes_of`)."""
+        return self.element_bytes or element_bytes_of(self.benchmark, self.collective)
 
     @property
     def key(self) -> MeasurementKey:
@@ -138,6 +147,21 @@ def rank_statistic_of(benchmark: str, collective: str = "") -> str:
     if collective and (name.startswith("osu_") or name.startswith("imb_")):
         return "mean"
     return "max" if name == "collective" else ""
+
+
+REDUCING = ("reduce", "allreduce", "reduce_scatter", "reduce_scatter_block")
+
+
+def element_bytes_of(benchmark: str, collective: str = "") -> int:
+    """Bytes per element a benchmark's calls use, where a row does not say: OSU's and IMB's reductions
+    count 4-byte floats (``MPI_FLOAT``: osu_allreduce passes size / sizeof(float) elements, its sizes start
+    at 4 bytes), everything else bytes (``MPI_CHAR``/``MPI_BYTE``). Open MPI's algorithms count elements:
+    the ring allreduce runs recursive doubling while count < P, so which algorithm runs at a size depends
+    on it."""
+    name = benchmark.lower()
+    if collective in REDUCING and (name.startswith("osu_") or name.startswith("imb_")):
+        return 4
+    return 1
 
 
 def _cell(value) -> str:

@@ -26,6 +26,11 @@ rendezvous_send_beta m (the handshake, and what it still copies), its send
 completes when the message has arrived, rendezvous_alpha + rendezvous_beta
 m after it started. A root's back-to-back sends then overlap as far as the
 sender's share says (a linear bcast's P - 1 receivers copy at once). The
+receiver's share (recv_alpha + recv_beta m, rendezvous_recv_* above the
+limit) is what a message holds its receiver: messages arriving together
+are taken one at a time, each for its share, where Hockney's one law held
+the receiver for the message's whole time on the wire (a linear reduce's
+root paid P - 1 latencies); a message alone is in at its arrival. The
 shares are fitted, not assumed: a share equal to the wire's time is
 classic Hockney; a share near 0, a receiver-copy transport with no
 contention. A channel without ``eager_limit_bytes`` and send_* values is
@@ -61,48 +66,60 @@ class HockneyChannel:
     beta_s_per_byte: float
     send_alpha_s: float | None = None
     send_beta_s_per_byte: float | None = None
+    recv_alpha_s: float | None = None
+    recv_beta_s_per_byte: float | None = None
     eager_limit_bytes: float | None = None
     rendezvous_alpha_s: float | None = None
     rendezvous_beta_s_per_byte: float | None = None
     rendezvous_send_alpha_s: float | None = None
     rendezvous_send_beta_s_per_byte: float | None = None
+    rendezvous_recv_alpha_s: float | None = None
+    rendezvous_recv_beta_s_per_byte: float | None = None
 
     UNITS: ClassVar[dict[str, str]] = {"alpha_s": "seconds", "beta_s_per_byte": "seconds per byte"}
     SENDER: ClassVar[dict[str, str]] = {"send_alpha_s": "seconds", "send_beta_s_per_byte": "seconds per byte"}
+    RECEIVER: ClassVar[dict[str, str]] = {"recv_alpha_s": "seconds", "recv_beta_s_per_byte": "seconds per byte"}
     RENDEZVOUS: ClassVar[dict[str, str]] = {
         "eager_limit_bytes": "bytes", "rendezvous_alpha_s": "seconds", "rendezvous_beta_s_per_byte":
         "seconds per byte", "rendezvous_send_alpha_s": "seconds", "rendezvous_send_beta_s_per_byte":
         "seconds per byte"}
+    RENDEZVOUS_RECEIVER: ClassVar[dict[str, str]] = {"rendezvous_recv_alpha_s": "seconds",
+                                                     "rendezvous_recv_beta_s_per_byte": "seconds per byte"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HockneyChannel":
-        """From ``{alpha_s, beta_s_per_byte}``, with ``send_alpha_s, send_beta_s_per_byte`` both or neither,
-        and ``eager_limit_bytes`` with the four ``rendezvous_*`` values or none of them."""
+        """From ``{alpha_s, beta_s_per_byte}``, with ``send_alpha_s, send_beta_s_per_byte`` both or neither
+        (``recv_*`` too), and ``eager_limit_bytes`` with the four ``rendezvous_*`` values or none of them (and
+        ``rendezvous_recv_*`` both or neither)."""
         if not isinstance(data, dict):
             return cls(**read_numbers(data, cls.UNITS))
-        groups = [g for g in (cls.SENDER, cls.RENDEZVOUS) if any(k in data for k in g)]
+        given = [any(k in data for k in g) for g in (cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER)]
+        given[2] = given[2] or given[3]  # a rendezvous receiver's share needs the rest of the rendezvous law
+        groups = [g for g, yes in zip((cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER), given) if yes]
         units = {**cls.UNITS, **{k: v for g in groups for k, v in g.items()}}
         return cls(**read_numbers(data, units))
 
     @property
     def classic(self) -> bool:
         """Whether this is Hockney's one law, a sender taken for the whole message."""
-        return self.send_alpha_s is None and self.eager_limit_bytes is None
+        return self.send_alpha_s is None and self.recv_alpha_s is None and self.eager_limit_bytes is None
 
     def to_dict(self) -> dict[str, float]:
         """Plain data for a TOML section (the optional groups where given)."""
         out = {"alpha_s": self.alpha_s, "beta_s_per_byte": self.beta_s_per_byte}
-        for key in (*self.SENDER, *self.RENDEZVOUS):
+        for key in (*self.SENDER, *self.RECEIVER, *self.RENDEZVOUS, *self.RENDEZVOUS_RECEIVER):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
 
 
-def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per transmission (seconds): the wire's time (start to arrival, and what it holds its receiver),
-    what it takes of its sender, and when its send completes for the sender: Hockney's alpha + beta m for
-    all three on a classic channel; below an eager limit the sender's send_alpha + send_beta m and a send
-    completed then; above it the rendezvous_* pair and a send completed at arrival (module docstring)."""
+def protocol_times(rows: list[Any], placed: PlacedSchedule
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per transmission (seconds): the wire's time (start to arrival), what it takes of its sender, when its
+    send completes for the sender, and how long it holds its receiver: Hockney's alpha + beta m for all four
+    on a classic channel; below an eager limit the sender's send_alpha + send_beta m and a send completed
+    then, the receiver's recv_alpha + recv_beta m; above it the rendezvous_* laws and a send completed at
+    arrival (module docstring). A share not given is the wire's time."""
     m = placed.schedule.nbytes
     nan = float("nan")
 
@@ -117,8 +134,9 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray,
 
     wire = hockney_time_s(m, column("alpha_s"), column("beta_s_per_byte"))
     if all(row is None or row.classic for row in rows):
-        return wire, wire, wire
+        return wire, wire, wire, wire
     busy = hockney_time_s(m, column("send_alpha_s", "alpha_s"), column("send_beta_s_per_byte", "beta_s_per_byte"))
+    held = hockney_time_s(m, column("recv_alpha_s", "alpha_s"), column("recv_beta_s_per_byte", "beta_s_per_byte"))
     sent = busy.copy()
     limit = column("eager_limit_bytes")
     above = m > np.where(np.isnan(limit), np.inf, limit)
@@ -126,8 +144,10 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray,
         wire[above] = hockney_time_s(m, column("rendezvous_alpha_s"), column("rendezvous_beta_s_per_byte"))[above]
         busy[above] = hockney_time_s(m, column("rendezvous_send_alpha_s"),
                                      column("rendezvous_send_beta_s_per_byte"))[above]
+        held[above] = hockney_time_s(m, column("rendezvous_recv_alpha_s", "rendezvous_alpha_s"),
+                                     column("rendezvous_recv_beta_s_per_byte", "rendezvous_beta_s_per_byte"))[above]
         sent[above] = np.maximum(wire[above], busy[above])
-    return wire, busy, np.maximum(sent, 0.0)
+    return wire, busy, sent, held
 
 
 @dataclass(frozen=True)
@@ -158,18 +178,19 @@ class Hockney(Model):
     def _times(self, placed: PlacedSchedule) -> np.ndarray:
         return self._protocol(placed)[0]
 
-    def _protocol(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _protocol(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         return protocol_times(channel_table(self.params.channels, placed, self.NAME), placed)
 
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
-        """alpha + beta m: a message holds its receiver as long as it is on the wire (single port)."""
-        return self._times(placed)
+        """alpha + beta m (the receiver's share where the channel has one): what a message holds its receiver,
+        one at a time (single port)."""
+        return self._protocol(placed)[3]
 
     def end_times(self, placed: PlacedSchedule) -> np.ndarray:
         s = placed.schedule
         if s.has_dependencies:
             return self.completions(placed)[1]
-        wire, busy, _ = self._protocol(placed)
+        wire, busy, _, _ = self._protocol(placed)
         if busy is wire:
             _, sent = serialized(s.phase * s.nprocs + s.src, wire)
         else:  # a message starts when its sender is free of the previous ones, and arrives a wire time later
@@ -181,9 +202,9 @@ class Hockney(Model):
         """A send completes when its sender's share is done (eager) or the message has arrived (rendezvous,
         classic Hockney); its receiver is done as :meth:`end_times` says."""
         s = placed.schedule
-        wire, busy, sent = self._protocol(placed)
+        wire, busy, sent, held = self._protocol(placed)
         start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent, wire,
-                                       self.receive_service_s(placed), recv_occupancy_s=wire, recv_prev=s.recv_prev,
+                                       self.receive_service_s(placed), recv_occupancy_s=held, recv_prev=s.recv_prev,
                                        schedule=s)
         return start + sent, done
 

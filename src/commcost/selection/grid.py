@@ -60,7 +60,7 @@ def price_grid(algorithms: Sequence[Algorithm], procs: Sequence[int], sizes: Seq
 def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes: Sequence[int],
                 platform: Platform, mapping: Mapping, model: Model, root: int = 0,
                 sweep: bool = True, bound: np.ndarray | None = None, phase_barriers: bool = False,
-                statistic: str = "max", refused: list[str] | None = None) -> np.ndarray:
+                statistic: str = "max", refused: list[str] | None = None, element_bytes: int = 1) -> np.ndarray:
     """Seconds for one algorithm (with ``params``) on ``nprocs`` ranks at every size: one build per size
     class, one pass per class when the model can sweep (see the module docstring).
 
@@ -74,7 +74,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     (:meth:`Model.statistic_s`; ``max``, the last rank's, is the schedule's total): another one prices every
     size on its own, without bounds. A size whose schedule would exceed the recorder's limit on
     transmissions (:func:`commcost.collectives.recorder.transmission_limit`) gets ``inf`` (never picked),
-    and a line saying so is appended to ``refused`` when given.
+    and a line saying so is appended to ``refused`` when given. ``element_bytes``: the call's datatype
+    (:func:`commcost.collectives.registry.in_elements`); over 1, every size is built on its own (no scale
+    units, no folded pipelines).
     """
     placed_params = on_placement(algorithm, params, mapping.node_of_rank)  # han: ppn from the placement
     if placed_params is None:  # a placement han's schedules do not describe
@@ -85,7 +87,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         return np.full(len(sizes), np.inf)
     if statistic not in ("max", ""):
         return _statistic_of_sizes(algorithm, values, nprocs, sizes, platform, mapping, model, root, statistic,
-                                   refused)
+                                   refused, element_bytes)
+    if element_bytes > 1:
+        sweep = False
     out = np.empty(len(sizes))
     segsize = values.get("segsize", 0)
     from_tree: list[int] = []  # sizes a segmented tree pipeline prices from its tree (pipeline_price)
@@ -111,7 +115,7 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
                 continue
             out[i] = pipeline_time_s(model, placed, nseg, float(segsize), last)  # type: ignore[arg-type]
     tree_priced = set(from_tree)
-    if not phase_barriers:  # long pipelines of alike segments: from their first segments (long_pipeline)
+    if not phase_barriers and sweep:  # long pipelines of alike segments: from their first segments (long_pipeline)
         for i in range(len(sizes)):
             if i not in tree_priced:
                 folded = pipeline_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
@@ -130,7 +134,7 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     for key, members in groups.items():
         nbytes = key if key > 0 else int(sizes[members[0]])
         try:
-            schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root), values).schedule
+            schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root, element_bytes), values).schedule
         except ScheduleTooLarge:  # beyond what commcost records: never picked
             out[members] = np.inf
             _refuse(refused, algorithm, values, nprocs, [sizes[i] for i in members])
@@ -167,21 +171,23 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
 
 def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: int, sizes: Sequence[int],
                         platform: Platform, mapping: Mapping, model: Model, root: int, statistic: str,
-                        refused: list[str] | None = None) -> np.ndarray:
-    """Every size's ``statistic`` over ranks, each schedule built once per scale unit and priced on its own."""
+                        refused: list[str] | None = None, element_bytes: int = 1) -> np.ndarray:
+    """Every size's ``statistic`` over ranks, each schedule built once per scale unit and priced on its own
+    (in elements of ``element_bytes``: each size built on its own)."""
     out = np.empty(len(sizes))
     built: dict[int, object] = {}
     for m_index, nbytes in enumerate(sizes):
-        folded = pipeline_statistic_s(algorithm, values, nprocs, int(nbytes), platform, mapping, model, root,
-                                      statistic)
+        folded = None if element_bytes > 1 else pipeline_statistic_s(algorithm, values, nprocs, int(nbytes),
+                                                                     platform, mapping, model, root, statistic)
         if folded is not None:
             out[m_index] = folded
             continue
-        unit = algorithm.scale_unit(values, nprocs, int(nbytes))
+        unit = algorithm.scale_unit(values, nprocs, int(nbytes)) if element_bytes == 1 else None
         base = unit if unit is not None else int(nbytes)
         try:
             if base not in built:
-                built[base] = build(algorithm, Case(algorithm.collective, nprocs, base, root), values).schedule
+                built[base] = build(algorithm, Case(algorithm.collective, nprocs, base, root, element_bytes),
+                                    values).schedule
         except ScheduleTooLarge:
             out[m_index] = np.inf
             _refuse(refused, algorithm, values, nprocs, [nbytes])

@@ -186,18 +186,19 @@ def _pricing_order(choice: Choice) -> tuple[bool, bool]:
 
 
 def schedule_pricer(model: Model, platform: Platform, mapping_of: Callable[[int], Mapping],
-                    root: int = 0, statistic: str = "max", refused: list[str] | None = None) -> Pricer:
+                    root: int = 0, statistic: str = "max", refused: list[str] | None = None,
+                    element_bytes: int = 1) -> Pricer:
     """A pricer that builds each candidate's schedules and prices them under ``model`` on ``platform``:
     ``statistic`` over ranks (:meth:`Model.statistic_s`; ``max``, the collective's end, by default).
     Candidates past the limit on transmissions are never picked, and said in ``refused``
-    (:func:`.grid.price_sizes`)."""
+    (:func:`.grid.price_sizes`). ``element_bytes``: the calls' datatype (sizes stay in bytes)."""
     cache: dict[int, Mapping] = {}
 
     def price(choice: Choice, nprocs: int, sizes: Sequence[int], bound: np.ndarray | None = None) -> np.ndarray:
         if nprocs not in cache:
             cache[nprocs] = mapping_of(nprocs)
         return price_sizes(choice.algorithm, dict(choice.params), nprocs, sizes, platform, cache[nprocs], model,
-                           root, bound=bound, statistic=statistic, refused=refused)
+                           root, bound=bound, statistic=statistic, refused=refused, element_bytes=element_bytes)
     return price
 
 
