@@ -158,8 +158,8 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         raise InputError("expected measured times > 0 in every row")
     layout = list(layout) if layout is not None else parameter_layout(model, channels)
     k = len(layout) + len(extra)
-    theta = np.array([start_of(model, name) for _, name in layout]
-                     + [EXTRA_STARTS[name] for name in extra], dtype=np.float64)
+    defaults = np.array([start_of(model, name) for _, name in layout] + [EXTRA_STARTS[n] for n in extra])
+    theta = defaults.copy()
     if start is not None and len(start) == k and np.all(np.isfinite(start)) and np.any(np.asarray(start) > 0):
         theta = np.asarray(start, dtype=np.float64).copy()
     base = price(theta)
@@ -170,7 +170,6 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     weight = float(np.sqrt(max(prior_weight, 0.0)))
     pj = np.array(sorted(prior), dtype=np.int64)
     pv = np.array([prior[j] for j in pj.tolist()])
-    defaults = np.array([start_of(model, name) for _, name in layout] + [EXTRA_STARTS[n] for n in extra])
     # the smallest step and scale a parameter gets (it may reach its bound 0; a start from another fit may
     # hold an exact 0, whose step would be 0: its default start then)
     floor = 1e-3 * np.where(theta > 0, theta, defaults)
@@ -435,7 +434,6 @@ class Pricer:
         self.model, self.placed, self.channels = model, list(placed), list(channels)
         self.statistics = None if statistics is None else list(statistics)
         self.extra = list(extra)
-        self.names = MODEL_PARAMS[model]
         self.limits = dict(limits or {})  # Hockney: channel -> eager limit (its protocol parameters fitted)
         self.layout = layout_of(model, channels, self.limits)
         self.params_class = MODELS[model].PARAMS
@@ -451,10 +449,9 @@ class Pricer:
             used = {names[c] for c in np.unique(p.channel).tolist()}
             if self.model == "taulop":
                 used |= {t for c in list(used) for t in by_name[c].transfers}
-            above = {u for u, limit in self.limits.items() if u in used and np.any(
-                p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] > limit)}
-            below = {u for u, limit in self.limits.items() if u in used and np.any(
-                p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] <= limit)}
+            sizes = {u: p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] for u in self.limits if u in used}
+            above = {u for u, m in sizes.items() if np.any(m > self.limits[u])}
+            below = {u for u, m in sizes.items() if np.any(m <= self.limits[u])}
             for j, (unit, name) in enumerate(layout):
                 if name.startswith("rendezvous_"):  # only messages above the eager limit read them
                     out[i, j] = unit in above

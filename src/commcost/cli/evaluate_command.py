@@ -97,21 +97,17 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
 def rows_statistic(path: Path, collective) -> str:
     """What the collective's rows of a measurements CSV summarize over ranks (:attr:`Measurement.rank_statistic`;
     the most frequent where they differ)."""
-    return _most_common(path, collective, "rank_statistic", "max")
-
-
-def rows_element_bytes(path: Path, collective) -> int:
-    """The bytes per element of the collective's rows of a measurements CSV (:attr:`Measurement.element_size`:
-    OSU's reductions count 4-byte floats; the most frequent where they differ)."""
-    return _most_common(path, collective, "element_size", 1)
-
-
-def _most_common(path: Path, collective, attribute: str, default):
-    from collections import Counter
-
     from commcost.io.measurements import read_measurements
 
-    found = Counter(getattr(row, attribute) for row in read_measurements(path) if row.collective == collective.value)
+    return most_common(read_measurements(path), collective, "rank_statistic", "max")
+
+
+def most_common(rows, collective, attribute: str, default):
+    """The most frequent value of ``attribute`` among the collective's ``rows`` (``default`` without any):
+    ``rank_statistic``, ``element_size`` (OSU's reductions count 4-byte floats)."""
+    from collections import Counter
+
+    found = Counter(getattr(row, attribute) for row in rows if row.collective == collective.value)
     return found.most_common(1)[0][0] if found else default
 
 
@@ -195,7 +191,7 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
     if len({p for p, _ in train}) < 2:
         return None, None
 
-    element = rows_element_bytes(measurements, collective)
+    element = most_common(rows, collective, "element_size", 1)
     whole: list = []  # the fit of every training row: where each fold's fit begins
 
     def times_below(nprocs: int | None):
@@ -265,6 +261,7 @@ def _page(args: argparse.Namespace, collective, label: str, result, scores, name
 def _evaluate(args: argparse.Namespace) -> int:
     from commcost.cli.options import load_mapping
     from commcost.collectives import Collective
+    from commcost.io.measurements import read_measurements
     from commcost.io.platform_file import load_platform
     from commcost.report.selection_report import render_penalties
     from commcost.selection.evaluate import best_single, penalties, summary
@@ -287,9 +284,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     procs = sorted({p for p, _ in measured})
     sizes = sorted({n for _, n in measured})
     choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
-    statistic = rows_statistic(args.test, collective)  # predict what the test rows hold (OSU: mean over ranks)
+    tested = read_measurements(args.test)
+    statistic = most_common(tested, collective, "rank_statistic", "max")  # what the test rows hold (OSU: mean)
     price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root, statistic,
-                            element_bytes=rows_element_bytes(args.test, collective))
+                            element_bytes=most_common(tested, collective, "element_size", 1))
     if args.algorithm_fit:
         from commcost.cli.select_command import with_algorithm_fits
 

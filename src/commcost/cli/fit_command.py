@@ -211,8 +211,8 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
 
     from commcost.calibration.algorithm_corrections import choose_corrections, corrections
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
-                                                           fit_model, fitted_units, nominal_priors,
-                                                           parameter_layout, pricer, protocol_limits,
+                                                           fit_model, fitted_units, layout_of, nominal_priors,
+                                                           pricer, protocol_limits,
                                                            taulop_tau_max)
 
     if model not in MODEL_PARAMS:
@@ -227,7 +227,7 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     units = fitted_units(model, platform, [c.name for c in platform.channels if c.name in channels or c.name in said])
     extra = extra_parameters(points)
     limits = protocol_limits(model, platform, units)  # Hockney: channels that say their eager limit
-    layout = parameter_layout(model, units, platform)
+    layout = layout_of(model, units, limits)
     fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra, limits),
                     start=start, extra=extra, prior=nominal_priors(model, platform, units, layout),
                     prior_weight=prior_weight, layout=layout,

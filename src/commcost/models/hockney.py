@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
-from commcost.models.fields import read_numbers, read_tables
+from commcost.models.fields import channel_arrays, read_numbers, read_tables
 from commcost.models.dependency_timeline import dependency_times
 from commcost.models.timeline import serialized
 
@@ -121,16 +121,10 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule
     then, the receiver's recv_alpha + recv_beta m; above it the rendezvous_* laws and a send completed at
     arrival (module docstring). A share not given is the wire's time."""
     m = placed.schedule.nbytes
-    nan = float("nan")
 
     def column(name: str, fallback: str | None = None) -> np.ndarray:
-        values = []
-        for row in rows:
-            v = None if row is None else getattr(row, name)
-            if v is None and row is not None and fallback is not None:
-                v = getattr(row, fallback)
-            values.append(nan if v is None else v)
-        return np.array(values, dtype=np.float64)[placed.channel]
+        (values,) = channel_arrays(rows, (name,), placed.channel)  # a value not given: NaN
+        return values if fallback is None else np.where(np.isnan(values), column(fallback), values)
 
     wire = hockney_time_s(m, column("alpha_s"), column("beta_s_per_byte"))
     if all(row is None or row.classic for row in rows):
