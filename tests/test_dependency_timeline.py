@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from commcost.models import PlacedSchedule
-from commcost.models.dependency_timeline import dependency_times
+from commcost.models.dependency_timeline import dependency_completions, dependency_times
 from commcost.models.hockney import Hockney, HockneyChannel, HockneyParams
 from commcost.models.loggp import LogGP, LogGPParams
 from commcost.models.reduction import ReductionLaw
@@ -122,8 +122,10 @@ def test_a_reduction_delays_what_forwards_the_partial_result():
     assert end.tolist() == pytest.approx([4 * US, 7 * US, 11 * US])
 
 
-def reference(src, dst, deps, busy, inject, flight, service, nprocs):
-    """A naive simulation: repeatedly take the earliest arrival among started transmissions."""
+def reference(src, dst, deps, busy, inject, flight, service, nprocs, sync=None):
+    """A naive simulation: repeatedly take the earliest arrival among started transmissions (a ``sync``
+    send completes at its arrival, when its receiver, with no port occupancy, takes it)."""
+    sync = np.zeros(len(src), bool) if sync is None else sync
     n = len(src)
     start = [None] * n
     done = [None] * n
@@ -148,7 +150,7 @@ def reference(src, dst, deps, busy, inject, flight, service, nprocs):
                     else:
                         if start[j] is None:
                             break
-                        times.append(start[j] + inject[j])
+                        times.append(start[j] + (flight[j] if sync[j] else inject[j]))
                 else:
                     start[i] = max([port[r], *times])
                     port[r] = start[i] + busy[i]
@@ -184,3 +186,10 @@ def test_compiled_loops_equal_a_naive_reference(seed):
         start, done = dependency_times(src, dst, ptr, idx, nprocs, busy, inject, flight, service)
         assert start == pytest.approx(want_start)
         assert done == pytest.approx(want_done)
+        sync = rng.random(n) < 0.5
+        want_start, want_done = reference(src, dst, deps, busy, inject, flight, service + 0.0, nprocs, sync)
+        start, completed, done = dependency_completions(src, dst, ptr, idx, nprocs, busy, inject, flight, service,
+                                                        sync=sync)
+        assert start == pytest.approx(want_start)
+        assert done == pytest.approx(want_done)
+        assert completed == pytest.approx(start + np.where(sync, flight, inject))

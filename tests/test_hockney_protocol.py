@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commcost.calibration.fit_from_collectives import (Point, fit_model, parameter_layout, pricer,
+from commcost.calibration.fit_from_collectives import (Point, copy_limits, fit_model, parameter_layout, pricer,
                                                        protocol_limits)
 from commcost.collectives import Case, Collective, algorithms, build, find
 from commcost.errors import InputError
@@ -101,6 +101,26 @@ def test_messages_arriving_together_hold_the_receiver_for_its_share_only(platfor
     assert model.rank_ends_s(placed)[0] == pytest.approx(wire + 2 * share, rel=1e-12)
 
 
+def test_a_rendezvous_sender_waits_for_its_turn_at_the_receiver(platform):
+    """Linear gather to rank 0 from 3 ranks. At 1 KiB (eager) each sender is done after its own share
+    s = 0.4 us + 0.1 ns/B x 1024, whatever the root does. At 8 KiB (rendezvous) the root pulls the
+    messages one after another in rank order, each for its share r = 0.8 us + 0.09 ns/B x 8192 after they
+    arrive together at w = 3 us + 0.1 ns/B x 8192: sender k is done when its turn comes, w + (k - 1) r, so
+    the mean over ranks (what OSU reports) grows with P (on Peak a 256 KiB gather's does, a 128 KiB
+    gather's falls)."""
+    model = Hockney(HockneyParams.from_dict({"shm": PROTOCOL}))
+    for nbytes, expect in ((1024, lambda w, r, s: [w + 2 * r, s, s, s]),
+                           (8192, lambda w, r, s: [w + 2 * r, w, w + r, w + 2 * r])):
+        gather = build(find(Collective.GATHER, "ompi.basic_linear"), Case(Collective.GATHER, 4, nbytes)).schedule
+        placed = PlacedSchedule.of(gather, platform, Mapping.sequential(platform, 4, 4))
+        above = nbytes > 4096
+        w = (3.0e-6 + 0.1e-9 * nbytes) if above else (1.0e-6 + 0.2e-9 * nbytes)
+        r = (0.8e-6 + 0.09e-9 * nbytes) if above else (0.3e-6 + 0.15e-9 * nbytes)
+        s = 0.4e-6 + 0.1e-9 * nbytes
+        assert model.rank_ends_s(placed) == pytest.approx(expect(w, r, s), rel=1e-12)
+        assert model.statistic_s(placed, "mean") == pytest.approx(np.mean(expect(w, r, s)), rel=1e-12)
+
+
 @pytest.mark.parametrize("data, field", [
     ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "send_alpha_s": 1e-7}, "send_beta_s_per_byte"),
     ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "eager_limit_bytes": 4096}, "rendezvous_alpha_s"),
@@ -125,6 +145,45 @@ def test_the_platform_says_the_eager_limit_and_only_hockney_fits_regimes(platfor
     with pytest.raises(InputError) as err:
         load_platform(bad)
     assert "eager_limit_bytes" in str(err.value) and "expected an integer >= 1" in str(err.value)
+
+
+BULK = {"copy_limit_bytes": 2048, "bulk_alpha_s": 2.0e-6, "bulk_beta_s_per_byte": 0.12e-9,
+        "bulk_send_alpha_s": 0.9e-6, "bulk_send_beta_s_per_byte": 0.03e-9}
+
+
+def test_eager_messages_above_the_copy_limit_have_their_own_law(platform):
+    """Linear bcast to 3 receivers with a copy limit of 2 KiB: at 1 KiB the eager law (shares s, wire w
+    as above); at 3 KiB (above the copy limit, below the eager limit) the bulk law, w = 2 us + 0.12 ns/B m,
+    its sender's share 0.9 us + 0.03 ns/B m, its receiver's share not given: the eager one; at 8 KiB the
+    rendezvous law as before."""
+    model = Hockney(HockneyParams.from_dict({"shm": {**PROTOCOL, **BULK}}))
+    for nbytes, share, wire in ((1024, 0.4e-6 + 0.1e-9 * 1024, 1.0e-6 + 0.2e-9 * 1024),
+                                (3072, 0.9e-6 + 0.03e-9 * 3072, 2.0e-6 + 0.12e-9 * 3072)):
+        ends = model.rank_ends_s(_linear_bcast(platform, 4, nbytes))
+        assert ends == pytest.approx([3 * share, wire, share + wire, 2 * share + wire], rel=1e-12)
+    share, wire = 0.5e-6 + 0.02e-9 * 8192, 3.0e-6 + 0.1e-9 * 8192
+    ends = model.rank_ends_s(_linear_bcast(platform, 4, 8192))
+    assert ends == pytest.approx([2 * share + wire, wire, share + wire, 2 * share + wire], rel=1e-12)
+    channel = HockneyChannel.from_dict({**PROTOCOL, **BULK})
+    assert HockneyChannel.from_dict(channel.to_dict()) == channel and not channel.classic
+    with pytest.raises(InputError) as err:  # a bulk share needs the bulk law and its limit
+        HockneyChannel.from_dict({**PROTOCOL, "bulk_send_alpha_s": 1e-6, "bulk_send_beta_s_per_byte": 0.0})
+    assert err.value.where == "copy_limit_bytes"
+
+
+def test_the_platform_states_a_copy_limit_below_the_eager_limit(platform, tmp_path):
+    """A channel's copy limit frees the bulk law's six parameters in a fit (18 for the channel); one not
+    below the eager limit is one line naming the field."""
+    path = tmp_path / "copy.toml"
+    path.write_text(PLATFORM + "copy_limit_bytes = 2048\n")
+    copied = load_platform(path)[0]
+    assert copied.channels[0].copy_limit_bytes == 2048
+    assert copy_limits("hockney", copied, ["shm"]) == {"shm": 2048}
+    assert len(parameter_layout("hockney", ["shm"], copied)) == 18
+    path.write_text(PLATFORM + "copy_limit_bytes = 4096\n")
+    with pytest.raises(InputError) as err:
+        load_platform(path)
+    assert "copy_limit_bytes" in str(err.value) and "below the channel's eager limit (4096)" in str(err.value)
 
 
 def test_a_fit_of_osu_means_recovers_known_protocol_parameters(platform):

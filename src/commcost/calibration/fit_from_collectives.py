@@ -74,8 +74,8 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import least_squares
 
-from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, layout_of, nominal_priors,  # noqa: F401
-                                             parameter_layout, protocol_limits, start_of)
+from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, copy_limits, layout_of,  # noqa: F401
+                                             nominal_priors, parameter_layout, protocol_limits, start_of)
 from commcost.errors import InputError
 
 LOSS = "soft_l1"
@@ -428,14 +428,16 @@ class Pricer:
     in j need only price the points it touches: the others' prices are the same numbers."""
 
     def __init__(self, model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
-                 extra: Sequence[str] = (), limits: dict[str, int] | None = None):
+                 extra: Sequence[str] = (), limits: dict[str, int] | None = None,
+                 copies: dict[str, int] | None = None):
         from commcost.models import MODELS
 
         self.model, self.placed, self.channels = model, list(placed), list(channels)
         self.statistics = None if statistics is None else list(statistics)
         self.extra = list(extra)
         self.limits = dict(limits or {})  # Hockney: channel -> eager limit (its protocol parameters fitted)
-        self.layout = layout_of(model, channels, self.limits)
+        self.copies = dict(copies or {})  # channel -> copy limit (its bulk law fitted)
+        self.layout = layout_of(model, channels, self.limits, self.copies)
         self.params_class = MODELS[model].PARAMS
         self.tau_max = taulop_tau_max(self.placed)
         self.touches = self._touches()
@@ -452,9 +454,13 @@ class Pricer:
             sizes = {u: p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] for u in self.limits if u in used}
             above = {u for u, m in sizes.items() if np.any(m > self.limits[u])}
             below = {u for u, m in sizes.items() if np.any(m <= self.limits[u])}
+            bulk = {u for u, m in sizes.items() if u in self.copies
+                    and np.any((m > self.copies[u]) & (m <= self.limits[u]))}
             for j, (unit, name) in enumerate(layout):
                 if name.startswith("rendezvous_"):  # only messages above the eager limit read them
                     out[i, j] = unit in above
+                elif name.startswith("bulk_"):  # only eager messages above the copy limit
+                    out[i, j] = unit in bulk
                 elif unit in self.limits:
                     out[i, j] = unit in below
                 else:
@@ -471,6 +477,8 @@ class Pricer:
             data: dict = {"beyond_m": "slope", **taulop_tables(theta[:n], channels, self.tau_max)}
         else:
             data = {c: ({"eager_limit_bytes": float(self.limits[c])} if c in self.limits else {}) for c in channels}
+            for c, copy in self.copies.items():
+                data[c]["copy_limit_bytes"] = float(copy)
             for j, (unit, name) in enumerate(self.layout):
                 data[unit][name] = float(theta[j])
         priced = MODELS[self.model](self.params_class.from_dict(data))
@@ -483,6 +491,8 @@ class Pricer:
 
 
 def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
-           extra: Sequence[str] = (), limits: dict[str, int] | None = None) -> Pricer:
-    """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`)."""
-    return Pricer(model, placed, channels, statistics, extra, limits)
+           extra: Sequence[str] = (), limits: dict[str, int] | None = None,
+           copies: dict[str, int] | None = None) -> Pricer:
+    """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`; ``copies``:
+    :func:`copy_limits`)."""
+    return Pricer(model, placed, channels, statistics, extra, limits, copies)

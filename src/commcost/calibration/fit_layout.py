@@ -4,7 +4,7 @@ each starts: theta's layout for :mod:`.fit_from_collectives`.
 Every unit has its model's :data:`MODEL_PARAMS`. A Hockney channel whose platform entry states its eager
 limit (``eager_limit_bytes``) has the :data:`PROTOCOL_PARAMS` as well (:mod:`commcost.models.hockney`:
 the sender's and the receiver's shares of an eager message; above the limit a second law with its own
-shares), and its fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal
+shares), one that also states a copy limit the :data:`BULK_PARAMS` (the eager law above it), and its fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal
 channel values become priors on the parameters they speak of (:func:`nominal_priors`).
 """
 
@@ -20,6 +20,9 @@ PROTOCOL_PARAMS = {"send_alpha_s": 5e-7, "send_beta_s_per_byte": 5e-11, "recv_al
                    "recv_beta_s_per_byte": 5e-11, "rendezvous_alpha_s": 3e-6, "rendezvous_beta_s_per_byte": 1e-10,
                    "rendezvous_send_alpha_s": 1e-6, "rendezvous_send_beta_s_per_byte": 5e-11,
                    "rendezvous_recv_alpha_s": 1e-6, "rendezvous_recv_beta_s_per_byte": 5e-11}
+# the eager law above a channel's copy limit, for a channel that states one
+BULK_PARAMS = {"bulk_alpha_s": 2e-6, "bulk_beta_s_per_byte": 1e-10, "bulk_send_alpha_s": 1e-6,
+               "bulk_send_beta_s_per_byte": 5e-11, "bulk_recv_alpha_s": 1e-6, "bulk_recv_beta_s_per_byte": 5e-11}
 
 
 def protocol_limits(model: str, platform, units: Sequence[str]) -> dict[str, int]:
@@ -32,23 +35,35 @@ def protocol_limits(model: str, platform, units: Sequence[str]) -> dict[str, int
             if u in by_name and getattr(by_name[u], "eager_limit_bytes", None) is not None}
 
 
-def layout_of(model: str, units: Sequence[str], limits: dict[str, int] | None = None) -> list[tuple[str, str]]:
-    """theta's entries as (unit, parameter), unit by unit: the :data:`MODEL_PARAMS` of each, and the
-    :data:`PROTOCOL_PARAMS` of a unit in ``limits``."""
-    limits = limits or {}
-    return [(u, name) for u in units for name in (*MODEL_PARAMS[model], *(PROTOCOL_PARAMS if u in limits else ()))]
+def copy_limits(model: str, platform, units: Sequence[str]) -> dict[str, int]:
+    """unit -> the copy limit its platform channel states (``copy_limit_bytes``), for the Hockney channels
+    with an eager limit (:func:`protocol_limits`) that state one."""
+    if model != "hockney" or platform is None:
+        return {}
+    by_name = {c.name: c for c in platform.channels}
+    return {u: by_name[u].copy_limit_bytes for u in protocol_limits(model, platform, units)
+            if getattr(by_name[u], "copy_limit_bytes", None) is not None}
+
+
+def layout_of(model: str, units: Sequence[str], limits: dict[str, int] | None = None,
+              copies: dict[str, int] | None = None) -> list[tuple[str, str]]:
+    """theta's entries as (unit, parameter), unit by unit: the :data:`MODEL_PARAMS` of each, the
+    :data:`PROTOCOL_PARAMS` of a unit in ``limits`` and the :data:`BULK_PARAMS` of one in ``copies``."""
+    limits, copies = limits or {}, copies or {}
+    return [(u, name) for u in units for name in (*MODEL_PARAMS[model], *(PROTOCOL_PARAMS if u in limits else ()),
+                                                  *(BULK_PARAMS if u in copies else ()))]
 
 
 def parameter_layout(model: str, units: Sequence[str], platform=None) -> list[tuple[str, str]]:
-    """:func:`layout_of` with the eager limits ``platform`` states (:func:`protocol_limits`)."""
-    return layout_of(model, units, protocol_limits(model, platform, units))
+    """:func:`layout_of` with the eager and copy limits ``platform`` states (:func:`protocol_limits`)."""
+    return layout_of(model, units, protocol_limits(model, platform, units), copy_limits(model, platform, units))
 
 
 def start_of(model: str, name: str) -> float:
     """Where parameter ``name`` of ``model`` starts before the rows scale it."""
     if name in MODEL_PARAMS[model]:
         return STARTS[model][MODEL_PARAMS[model].index(name)]
-    return PROTOCOL_PARAMS[name]
+    return PROTOCOL_PARAMS[name] if name in PROTOCOL_PARAMS else BULK_PARAMS[name]
 
 
 def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[str, float]:
@@ -70,12 +85,24 @@ def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[s
         if not all(k in out for k in pair):
             for k in pair:
                 out.pop(k, None)
+    fixed = dict(fixed)
+    copy = fixed.pop("copy_limit_bytes", None)
     if all(k in out for k in ("rendezvous_alpha_s", "rendezvous_beta_s_per_byte")):
         for k in ("rendezvous_send_alpha_s", "rendezvous_send_beta_s_per_byte"):  # the law's sender: the wire's
             out.setdefault(k, out["rendezvous_alpha_s" if k.endswith("alpha_s") else "rendezvous_beta_s_per_byte"])
         out.update(fixed)
     else:
         for k in [k for k in out if k.startswith("rendezvous_")]:
+            out.pop(k)
+    for share in ("send", "recv"):  # a bulk share: both numbers, or none (the eager share then)
+        pair = (f"bulk_{share}_alpha_s", f"bulk_{share}_beta_s_per_byte")
+        if not all(k in out for k in pair):
+            for k in pair:
+                out.pop(k, None)
+    if copy is not None and all(k in out for k in ("bulk_alpha_s", "bulk_beta_s_per_byte")):
+        out["copy_limit_bytes"] = copy
+    else:
+        for k in [k for k in out if k.startswith("bulk_")]:
             out.pop(k)
     return out
 
@@ -99,7 +126,7 @@ def nominal_priors(model: str, platform, units: Sequence[str],
             continue
         said = {"latency": channel.nominal_latency_s,
                 "time per byte": None if channel.nominal_bandwidth is None else 1.0 / channel.nominal_bandwidth}
-        kind = PRIOR_OF[model].get(name.removeprefix("rendezvous_"), "")  # both laws' latency and time per byte
+        kind = PRIOR_OF[model].get(name.removeprefix("rendezvous_").removeprefix("bulk_"), "")  # every law's
         value = said.get(kind)
         if value is not None:
             out[j] = value

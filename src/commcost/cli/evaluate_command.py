@@ -94,14 +94,6 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
     return table, defaults
 
 
-def rows_statistic(path: Path, collective) -> str:
-    """What the collective's rows of a measurements CSV summarize over ranks (:attr:`Measurement.rank_statistic`;
-    the most frequent where they differ)."""
-    from commcost.io.measurements import read_measurements
-
-    return most_common(read_measurements(path), collective, "rank_statistic", "max")
-
-
 def most_common(rows, collective, attribute: str, default):
     """The most frequent value of ``attribute`` among the collective's ``rows`` (``default`` without any):
     ``rank_statistic``, ``element_size`` (OSU's reductions count 4-byte floats)."""
@@ -136,16 +128,43 @@ def trained_params(args: argparse.Namespace):
         return load_params(path)
 
 
+class RowFits:
+    """The fits of one measurements table's forced algorithms (every collective it holds) by the largest P
+    they take, each fitted once: the model's own fit and cross-validation's folds are the same fit of the
+    same rows (a fold fitted to one collective's rows alone vouched for a model the selection never used),
+    and each collective's folds are the others' too. ``start``: where a fold's fit begins (the whole fit's
+    theta)."""
+
+    def __init__(self, rows, platform, model: str, known: dict | None = None) -> None:
+        self.rows, self.platform, self.model = rows, platform, model
+        self._fits: dict = dict(known or {})  # max_procs -> fit (or the InputError it raised)
+
+    def fit(self, max_procs: int | None, start=None):
+        """The fit of the rows of at most ``max_procs`` ranks (all: None); an InputError is kept and raised
+        again."""
+        from commcost.cli.fit_command import fit_collective_rows
+
+        if max_procs not in self._fits:
+            try:
+                self._fits[max_procs] = fit_collective_rows(self.rows, self.platform, self.model, None, max_procs,
+                                                            start=start)
+            except InputError as exc:
+                self._fits[max_procs] = exc
+        fit = self._fits[max_procs]
+        if isinstance(fit, InputError):
+            raise fit
+        return fit
+
+
 def _fit_from_collectives(args: argparse.Namespace):
     """Parameters fitted to the training rows' forced collective algorithms (every collective they hold)."""
-    from commcost.cli.fit_command import fit_collective_rows
     from commcost.io.measurements import read_measurements
-    from commcost.io.params_file import load_params, write_params
     from commcost.io.platform_file import load_platform
 
     platform, _ = load_platform(args.platform)
+    args.row_fits = RowFits(read_measurements(args.train), platform, args.model)
     try:
-        fit = fit_collective_rows(read_measurements(args.train), platform, args.model, None, args.train_max_procs)
+        fit = args.row_fits.fit(args.train_max_procs)
     except InputError as exc:
         raise exc.located(source=str(args.train)) from None
     args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm}
@@ -169,22 +188,24 @@ def cross_validated(args: argparse.Namespace, collective, platform, mapping_of, 
     if args.train.suffix.lower() == ".toml" or not args.from_collectives:
         return None, None
     return strategy_for(args.train, collective, args.library, args.model, platform, mapping_of, args.root,
-                        statistic, args.train_max_procs, choices)
+                        statistic, args.train_max_procs, choices, getattr(args, "row_fits", None))
 
 
 def strategy_for(measurements: Path, collective, library: str, model: str, platform, mapping_of, root: int,
-                 statistic: str, max_procs: int | None = None, choices=None):
+                 statistic: str, max_procs: int | None = None, choices=None, fits: RowFits | None = None):
     """The way of choosing forward cross-validation over the P of ``measurements`` (rows of at most
     ``max_procs`` ranks) keeps for ``collective`` (:mod:`commcost.selection.strategies`: model, anchored,
-    best constant or the library's default), the model refitted to the collective's own rows below each
-    held-out P; returns it and its pick function at any (P, n) (None: no rule), or (None, None) without two
-    measured process counts."""
-    from commcost.cli.fit_command import fit_collective_rows
+    best constant or the library's default), the model refitted below each held-out P to the rows it is
+    fitted to for the selection (every collective's: ``fits``, shared between collectives); returns it and
+    its pick function at any (P, n) (None: no rule), or (None, None) without two measured process
+    counts."""
     from commcost.io.measurements import read_measurements
     from commcost.selection.select import schedule_pricer
     from commcost.selection.strategies import choose_strategy, strategy_picks
 
-    rows = read_measurements(measurements)
+    if fits is None:
+        fits = RowFits(read_measurements(measurements), platform, model)
+    rows = fits.rows
     train, train_defaults = measured_table(measurements, collective, library, high=max_procs)
     if choices is None:
         choices = sorted({c for times in train.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
@@ -192,19 +213,15 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
         return None, None
 
     element = most_common(rows, collective, "element_size", 1)
-    whole: list = []  # the fit of every training row: where each fold's fit begins
 
     def times_below(nprocs: int | None):
         try:
-            fit = fit_collective_rows(rows, platform, model, [collective.value],
-                                      max_procs if nprocs is None else nprocs - 1,
-                                      start=whole[0].theta if whole else None)
+            start = None if nprocs is None else fits.fit(max_procs).theta  # a fold begins at the whole fit
+            fit = fits.fit(max_procs if nprocs is None else nprocs - 1, start=start)
             price = schedule_pricer(model_from(_params_of(fit, measurements), model), platform, mapping_of, root,
                                     statistic, element_bytes=element)
         except InputError:
             return None
-        if nprocs is None:
-            whole.append(fit)
         return lambda choice, nprocs, sizes: price(choice, nprocs, sizes, None)
 
     final = times_below(None)

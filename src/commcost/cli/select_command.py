@@ -112,7 +112,10 @@ def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] |
         model = model_from(params, args.model)
     except InputError as exc:
         raise exc.located(source=str(args.params)) from None
-    price = schedule_pricer(model, platform, mapping_of, args.root, refused=refused)
+    # what the rows a model was fitted to hold (tune --from-measurements: OSU's mean over ranks, reductions
+    # counted in 4-byte floats); a select prices the collective's end, calls counted in bytes
+    price = schedule_pricer(model, platform, mapping_of, args.root, getattr(args, "statistic", "max"),
+                            refused=refused, element_bytes=getattr(args, "element_bytes", 1))
     if getattr(args, "algorithm_fit", False):
         price = with_algorithm_fits(args, params, price)
     return price

@@ -412,7 +412,7 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     params = load_params(params_path)
     print(f"  {total['points']} points: measured/model {total['mu']:.3f} (geometric mean), median |error| "
           f"{total['median_abs_pct']:.0f}%", flush=True)
-    args.strategies = cross_validated_strategies(args, collectives, platform, rows)
+    args.strategies = cross_validated_strategies(args, collectives, platform, rows, fit)
     calibration = _calibration_extent(args.from_measurements, params)
     platform_path = args.out / "platform.toml"  # the rules' platform: the given one, ranks placed in blocks of --ppn
     text = args.platform.read_text()

@@ -25,9 +25,10 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     from commcost.selection.han_config import choose_han_config, han_variants, shared_segments_pricer
     from commcost.selection.select import candidates, keep_default, picks_or_default, refine, select
 
+    statistic, element = (getattr(args, "row_terms", None) or {}).get(collective.value, ("max", 1))
     opts = argparse.Namespace(params=params_path, platform=platform_path, model=model, library=library,
                               collective=collective.value, ppn=None, mapping=None, root=0, segsizes=args.segsizes,
-                              fanouts="", radixes="")
+                              fanouts="", radixes="", statistic=statistic, element_bytes=element)
     choices = candidates(collective, library, variables(opts))
     han_values = han_decision_values(args)
     if library == "ompi" and han_values:  # han's global tunables: every configuration priced, one deployed
@@ -131,16 +132,19 @@ def _as_cross_validated(result, selection, kept, strategy, pick, source: str):
     return selection, kept, line
 
 
-def cross_validated_strategies(args, collectives, platform, rows) -> dict:
+def cross_validated_strategies(args, collectives, platform, rows, whole=None) -> dict:
     """Per collective, the way of choosing forward cross-validation over the measured P keeps (model,
     anchored, best constant or Open MPI's default) and its pick function
-    (:func:`commcost.cli.evaluate_command.strategy_for`), the ranks placed in blocks of what the rows ran."""
+    (:func:`commcost.cli.evaluate_command.strategy_for`), the ranks placed in blocks of what the rows ran;
+    ``whole``: the fit of every row, already made."""
     from collections import Counter
 
-    from commcost.cli.evaluate_command import rows_statistic, strategy_for, strategy_line
+    from commcost.cli.evaluate_command import RowFits, most_common, strategy_for, strategy_line
     from commcost.platform import Mapping
 
     out = {}
+    args.row_terms = {}  # collective -> (statistic, element bytes) of its rows
+    fits = RowFits(rows, platform, "hockney", {None: whole} if whole is not None else None)  # shared folds
     for collective in collectives:
         mine = [r for r in rows if r.collective == collective.value]
         ppn = {p: Counter(r.ppn or p for r in mine if r.nprocs == p).most_common(1)[0][0]
@@ -148,9 +152,12 @@ def cross_validated_strategies(args, collectives, platform, rows) -> dict:
 
         def mapping_of(nprocs: int, ppn=ppn) -> Mapping:
             return Mapping.sequential(platform, nprocs, min(ppn.get(nprocs, args.ppn), nprocs))
+        statistic = most_common(rows, collective, "rank_statistic", "max")
+        # the rules priced as the rows were measured and cross-validation scored them
+        args.row_terms[collective.value] = (statistic, most_common(rows, collective, "element_size", 1))
         try:
             strategy, pick = strategy_for(args.from_measurements, collective, "ompi", "hockney", platform, mapping_of,
-                                          0, rows_statistic(args.from_measurements, collective))
+                                          0, statistic, fits=fits)
         except InputError:  # no two forced algorithms measured at one point: nothing to cross-validate
             continue
         if strategy is not None:

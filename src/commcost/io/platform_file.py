@@ -112,15 +112,20 @@ def _channels(root: Table) -> list[Channel]:
     channels = []
     for index, entry in enumerate(root.tables("channels")):
         entry.only("name", "id", "level", "transfers", "contention", "nominal_latency_s", "nominal_bandwidth",
-                   "eager_limit_bytes")
+                   "eager_limit_bytes", "copy_limit_bytes")
         name = entry.text("name")
         if any(c.name == name for c in channels):
             raise entry.error("name", f"channel name {name!r} is used twice; expected unique channel names")
         contention = entry.text("contention", "channel", choices=[c.value for c in ContentionScope])
+        eager = entry.integer("eager_limit_bytes", None, minimum=1)
+        copy = entry.integer("copy_limit_bytes", None, minimum=1)
+        if copy is not None and (eager is None or copy >= eager):
+            raise entry.error("copy_limit_bytes", f"{copy} is not below the channel's eager limit ({eager}); expected "
+                              "an eager_limit_bytes above it")
         channels.append(Channel(name, entry.integer("id", index, minimum=0), entry.text("level"),
                                 entry.strings("transfers", default=[name]), ContentionScope(contention),
                                 entry.positive("nominal_latency_s", None), entry.positive("nominal_bandwidth", None),
-                                entry.integer("eager_limit_bytes", None, minimum=1)))
+                                eager, copy))
     return channels
 
 

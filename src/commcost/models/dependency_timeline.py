@@ -32,7 +32,13 @@ order and j ranging over after(i):
     in_i      = max(arrival_i, in_k + recv_occupancy_i)               (the receiving port)
     done_i    = max(in_i, done_k) + recv_service_i                     (the receiving processor)
 
-with k the reception its receiver took before i. A message alone costs
+with k the reception its receiver took before i. A *synchronous* send
+(``sync_i``: a rendezvous, where the receiver pulls the bytes) completes
+for its sender only once its receiver has taken it: inject_i is replaced by
+in_i - start_i, both for what waits for the send and for the sender's own
+end (a linear gather's senders above the eager limit wait their turn at
+the root; LogGOPSim's rendezvous, Hoefler, Schneider and Lumsdaine 2010,
+section 3). A message alone costs
 what it did without the queue (its arrival, plus its service); k messages
 arriving together into one rank take the sum of their occupancies: the
 single-port, full-duplex assumption of the collective literature (Thakur,
@@ -44,7 +50,7 @@ receive before it reduces).
 This is LogGP's law (Alexandrov et al. 1995, as in :mod:`.timeline`) and
 Hockney's (1994) applied to a program's real order of operations, in the
 spirit of LogGOPSim (Hoefler, Schneider and Lumsdaine 2010), without its
-rendezvous protocol or receive matching. With nothing to queue at the
+receive matching. With nothing to queue at the
 receivers (no service, and no rank receiving twice) done = arrival and one
 pass in array order is exact; otherwise an event loop takes arrivals in
 time order (a receiver's queue is first come, first served, within the
@@ -143,10 +149,11 @@ def _heap_pop(key, ids, size):  # pragma: no cover
 
 @njit(inline=True)
 def _take(i, t, dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr, succ_idx, ready, pending,
-          prev, started, serialize, stack, top):  # pragma: no cover
+          prev, started, serialize, stack, top, sync, completed):  # pragma: no cover
     """The receiver of i takes it (its bytes in at ``t``): its port lets it in at
     e_i = max(t, the port's last + occupancy_i), its processor is done at done_i = max(e_i, its last done) +
-    service_i; release what waited for this reception. Returns the new stack top."""
+    service_i; release what waited for this reception, and, for a synchronous send, what waited for the
+    send (it completes at e_i). Returns the new stack top."""
     d = dst[i]
     e = recv_port[d] + occupancy[i]
     if t > e:
@@ -159,28 +166,37 @@ def _take(i, t, dst, src, occupancy, service, recv_port, recv_free, done, taken,
     recv_free[d] = fin
     done[i] = fin
     taken[i] = True
+    if sync[i]:
+        completed[i] = e
     for k in range(succ_ptr[i], succ_ptr[i + 1]):
         w = succ_idx[k]
         if src[w] == d:  # w waits for this reception
-            if fin > ready[w]:
-                ready[w] = fin
-            pending[w] -= 1
-            if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
-                stack[top] = w
-                top += 1
+            t_w = fin
+        elif sync[i] and src[w] == src[i]:  # w waits for this synchronous send
+            t_w = e
+        else:
+            continue
+        if t_w > ready[w]:
+            ready[w] = t_w
+        pending[w] -= 1
+        if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
+            stack[top] = w
+            top += 1
     return top
 
 
 @njit
 def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_busy, inject, flight,
-            service, occupancy, recv_prev, recv_next, nprocs, serialize):  # pragma: no cover
+            service, occupancy, recv_prev, recv_next, nprocs, serialize, sync):  # pragma: no cover
     """Receptions in the order their bytes begin to come in (arrival minus occupancy), each receiver first
     come first served (a reception with ``recv_prev[i] >= 0`` only after that one was taken); with
     ``serialize`` a send starts only after the sender's previous send started (program order) and its
-    processor is free."""
+    processor is free; a ``sync`` send completes when its receiver takes it. Returns (start, completed,
+    done)."""
     n = len(src)
     start = np.zeros(n)
     done = np.zeros(n)
+    completed = np.zeros(n)
     arrived = np.zeros(n)
     ready = np.zeros(n)
     pending = np.empty(n, np.int64)
@@ -218,9 +234,10 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
             arrived[i] = t0 + flight[i]
             size = _heap_push(key, ids, size, arrived[i] - occupancy[i], i)  # taken in order of its first byte
             sent = t0 + inject[i]
+            completed[i] = sent
             for k in range(succ_ptr[i], succ_ptr[i + 1]):
                 w = succ_idx[k]
-                if src[w] == s:  # w waits for this send to complete
+                if src[w] == s and not sync[i]:  # w waits for this send to complete
                     if sent > ready[w]:
                         ready[w] = sent
                     pending[w] -= 1
@@ -240,14 +257,14 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
             parked[i] = True  # its blocking receive is not posted yet
             continue
         top = _take(i, arrived[i], dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr, succ_idx, ready,
-                    pending, prev, started, serialize, stack, top)
+                    pending, prev, started, serialize, stack, top, sync, completed)
         j = recv_next[i]
         while j >= 0 and parked[j]:  # the receptions ordered after it that were waiting
             parked[j] = False
             top = _take(j, arrived[j], dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr,
-                        succ_idx, ready, pending, prev, started, serialize, stack, top)
+                        succ_idx, ready, pending, prev, started, serialize, stack, top, sync, completed)
             j = recv_next[j]
-    return start, done
+    return start, completed, done
 
 
 def next_of(prev: np.ndarray) -> np.ndarray:
@@ -297,9 +314,23 @@ def dependency_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, af
     ``recv_prev``: the reception its receiver takes before each one (-1: any order). ``schedule``: the
     :class:`~commcost.schedule.Schedule` these arrays are of, which then keeps their derived structure for
     the next pricing (a fit prices the same schedules hundreds of times)."""
+    start, _, done = dependency_completions(src, dst, after_ptr, after_idx, nprocs, send_busy_s, inject_s, flight_s,
+                                            recv_service_s, serialize, recv_occupancy_s, recv_prev, schedule)
+    return start, done
+
+
+def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray,
+                           nprocs: int, send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
+                           recv_service_s: np.ndarray | None = None, serialize: bool = True,
+                           recv_occupancy_s: np.ndarray | None = None, recv_prev: np.ndarray | None = None,
+                           schedule=None, sync: np.ndarray | None = None
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, completed, done)`` of every transmission (:func:`dependency_times`, with when each send
+    completes for its sender): ``start + inject``, or, where ``sync`` is true (a rendezvous send), when its
+    receiver takes it (module docstring)."""
     n = len(src)
     if n == 0:
-        return np.zeros(0), np.zeros(0)
+        return np.zeros(0), np.zeros(0), np.zeros(0)
     cached = None if schedule is None else schedule.__dict__.get(STRUCTURE_KEY)
     if cached is None:
         cached = _structure(src, dst, after_ptr, after_idx, nprocs, recv_prev)
@@ -309,7 +340,12 @@ def dependency_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, af
     busy, inject, flight = (_per_transmission(a, n) for a in (send_busy_s, inject_s, flight_s))
     service = np.zeros(n) if recv_service_s is None else _per_transmission(recv_service_s, n)
     occupancy = np.zeros(n) if recv_occupancy_s is None else _per_transmission(recv_occupancy_s, n)
+    synchronous = np.zeros(n, np.bool_) if sync is None else np.ascontiguousarray(np.broadcast_to(sync, (n,)),
+                                                                                     dtype=np.bool_)
     if not ordered and not np.any(service) and (not np.any(occupancy) or alone):
-        return _one_pass(*args, busy, inject, flight, nprocs, serialize)
+        # no receiver queues: a message is taken at its arrival, so a synchronous send completes then
+        inject = np.where(synchronous, flight, inject) if synchronous.any() else inject
+        start, done = _one_pass(*args, busy, inject, flight, nprocs, serialize)
+        return start, start + inject, done
     return _events(*args, succ_ptr, succ_idx, prev, nxt, busy, inject, flight, service, occupancy, rprev,
-                   rnext, nprocs, serialize)
+                   rnext, nprocs, serialize, synchronous)

@@ -22,16 +22,26 @@ sender is taken for send_alpha + send_beta m, then free for its next
 message, while the message arrives alpha + beta m after it started. Above
 the limit (rendezvous: single-copy shared memory, RDMA get) the receiver
 pulls the bytes: the sender is taken for rendezvous_send_alpha +
-rendezvous_send_beta m (the handshake, and what it still copies), its send
-completes when the message has arrived, rendezvous_alpha + rendezvous_beta
-m after it started. A root's back-to-back sends then overlap as far as the
-sender's share says (a linear bcast's P - 1 receivers copy at once). The
+rendezvous_send_beta m (the handshake, and what it still copies), the
+message arrives rendezvous_alpha + rendezvous_beta m after it started, and
+the send completes only when the receiver has taken it (a linear gather's
+senders wait their turn at the root: on Peak, the mean over ranks of a
+256 KiB gather grows with P where a 128 KiB one falls). A root's
+back-to-back sends overlap as far as the sender's share says (a linear
+bcast's P - 1 receivers copy at once). The
 receiver's share (recv_alpha + recv_beta m, rendezvous_recv_* above the
 limit) is what a message holds its receiver: messages arriving together
 are taken one at a time, each for its share, where Hockney's one law held
 the receiver for the message's whole time on the wire (a linear reduce's
 root paid P - 1 latencies); a message alone is in at its arrival. The
-shares are fitted, not assumed: a share equal to the wire's time is
+shares are fitted, not assumed; and between a copy limit and the eager
+limit (``copy_limit_bytes``: UCX copies a message through its own buffers
+in one piece up to its bcopy threshold or shared-memory segment, then
+sends it zero-copy or in fragments) eager messages have a law of their own,
+bulk_alpha + bulk_beta m, with its own shares (bulk_send_*, bulk_recv_*;
+a share not given: the eager one). On Peak every algorithm's measured /
+model ratio jumps from 4 to 8 KiB, then falls to 128 KiB, under one eager
+law. A share equal to the wire's time is
 classic Hockney; a share near 0, a receiver-copy transport with no
 contention. A channel without ``eager_limit_bytes`` and send_* values is
 the classic model above. The arrival times are LogGP's (Alexandrov et al.
@@ -49,7 +59,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
-from commcost.models.dependency_timeline import dependency_times
+from commcost.models.dependency_timeline import dependency_completions
 from commcost.models.timeline import serialized
 
 def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.ndarray) -> np.ndarray:
@@ -60,7 +70,8 @@ def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.
 @dataclass(frozen=True)
 class HockneyChannel:
     """Hockney parameters of one channel: latency and inverse bandwidth; optionally what a send takes of
-    its sender (send_*), and a second law above the channel's eager limit (rendezvous_*: module docstring)."""
+    its sender (send_*), a second law above the channel's eager limit (rendezvous_*), and one for the eager
+    messages above its copy limit (bulk_*: module docstring)."""
 
     alpha_s: float
     beta_s_per_byte: float
@@ -75,6 +86,13 @@ class HockneyChannel:
     rendezvous_send_beta_s_per_byte: float | None = None
     rendezvous_recv_alpha_s: float | None = None
     rendezvous_recv_beta_s_per_byte: float | None = None
+    copy_limit_bytes: float | None = None
+    bulk_alpha_s: float | None = None
+    bulk_beta_s_per_byte: float | None = None
+    bulk_send_alpha_s: float | None = None
+    bulk_send_beta_s_per_byte: float | None = None
+    bulk_recv_alpha_s: float | None = None
+    bulk_recv_beta_s_per_byte: float | None = None
 
     UNITS: ClassVar[dict[str, str]] = {"alpha_s": "seconds", "beta_s_per_byte": "seconds per byte"}
     SENDER: ClassVar[dict[str, str]] = {"send_alpha_s": "seconds", "send_beta_s_per_byte": "seconds per byte"}
@@ -85,6 +103,12 @@ class HockneyChannel:
         "seconds per byte"}
     RENDEZVOUS_RECEIVER: ClassVar[dict[str, str]] = {"rendezvous_recv_alpha_s": "seconds",
                                                      "rendezvous_recv_beta_s_per_byte": "seconds per byte"}
+    BULK: ClassVar[dict[str, str]] = {"copy_limit_bytes": "bytes", "bulk_alpha_s": "seconds",
+                                      "bulk_beta_s_per_byte": "seconds per byte"}
+    BULK_SENDER: ClassVar[dict[str, str]] = {"bulk_send_alpha_s": "seconds", "bulk_send_beta_s_per_byte":
+                                             "seconds per byte"}
+    BULK_RECEIVER: ClassVar[dict[str, str]] = {"bulk_recv_alpha_s": "seconds", "bulk_recv_beta_s_per_byte":
+                                               "seconds per byte"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HockneyChannel":
@@ -93,44 +117,61 @@ class HockneyChannel:
         ``rendezvous_recv_*`` both or neither)."""
         if not isinstance(data, dict):
             return cls(**read_numbers(data, cls.UNITS))
-        given = [any(k in data for k in g) for g in (cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER)]
+        every = (cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER, cls.BULK, cls.BULK_SENDER,
+                 cls.BULK_RECEIVER)
+        given = [any(k in data for k in g) for g in every]
         given[2] = given[2] or given[3]  # a rendezvous receiver's share needs the rest of the rendezvous law
-        groups = [g for g, yes in zip((cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER), given) if yes]
+        given[4] = given[4] or given[5] or given[6]  # a bulk share needs the bulk law and its limit
+        groups = [g for g, yes in zip(every, given) if yes]
         units = {**cls.UNITS, **{k: v for g in groups for k, v in g.items()}}
         return cls(**read_numbers(data, units))
 
     @property
     def classic(self) -> bool:
         """Whether this is Hockney's one law, a sender taken for the whole message."""
-        return self.send_alpha_s is None and self.recv_alpha_s is None and self.eager_limit_bytes is None
+        return self.send_alpha_s is None and self.recv_alpha_s is None and self.eager_limit_bytes is None \
+            and self.copy_limit_bytes is None
 
     def to_dict(self) -> dict[str, float]:
         """Plain data for a TOML section (the optional groups where given)."""
         out = {"alpha_s": self.alpha_s, "beta_s_per_byte": self.beta_s_per_byte}
-        for key in (*self.SENDER, *self.RECEIVER, *self.RENDEZVOUS, *self.RENDEZVOUS_RECEIVER):
+        for key in (*self.SENDER, *self.RECEIVER, *self.RENDEZVOUS, *self.RENDEZVOUS_RECEIVER, *self.BULK,
+                    *self.BULK_SENDER, *self.BULK_RECEIVER):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
 
 
 def protocol_times(rows: list[Any], placed: PlacedSchedule
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Per transmission (seconds): the wire's time (start to arrival), what it takes of its sender, when its
     send completes for the sender, and how long it holds its receiver: Hockney's alpha + beta m for all four
     on a classic channel; below an eager limit the sender's send_alpha + send_beta m and a send completed
-    then, the receiver's recv_alpha + recv_beta m; above it the rendezvous_* laws and a send completed at
-    arrival (module docstring). A share not given is the wire's time."""
+    then, the receiver's recv_alpha + recv_beta m; above it the rendezvous_* laws and a send completed
+    when its receiver has taken it (at the earliest its arrival). Fifth: which transmissions are above
+    their channel's limit (rendezvous: synchronous sends), None where no channel has one. A share not given
+    is the wire's time."""
     m = placed.schedule.nbytes
 
-    def column(name: str, fallback: str | None = None) -> np.ndarray:
+    def column(name: str, *fallbacks: str) -> np.ndarray:
         (values,) = channel_arrays(rows, (name,), placed.channel)  # a value not given: NaN
-        return values if fallback is None else np.where(np.isnan(values), column(fallback), values)
+        return values if not fallbacks else np.where(np.isnan(values), column(*fallbacks), values)
 
     wire = hockney_time_s(m, column("alpha_s"), column("beta_s_per_byte"))
     if all(row is None or row.classic for row in rows):
-        return wire, wire, wire, wire
+        return wire, wire, wire, wire, None
     busy = hockney_time_s(m, column("send_alpha_s", "alpha_s"), column("send_beta_s_per_byte", "beta_s_per_byte"))
     held = hockney_time_s(m, column("recv_alpha_s", "alpha_s"), column("recv_beta_s_per_byte", "beta_s_per_byte"))
+    copy = column("copy_limit_bytes")
+    bulk = m > np.where(np.isnan(copy), np.inf, copy)  # eager above the copy limit (the limit: below the eager one)
+    if bulk.any():
+        wire[bulk] = hockney_time_s(m, column("bulk_alpha_s"), column("bulk_beta_s_per_byte"))[bulk]
+        busy[bulk] = hockney_time_s(m, column("bulk_send_alpha_s", "send_alpha_s", "bulk_alpha_s"),
+                                    column("bulk_send_beta_s_per_byte", "send_beta_s_per_byte",
+                                           "bulk_beta_s_per_byte"))[bulk]
+        held[bulk] = hockney_time_s(m, column("bulk_recv_alpha_s", "recv_alpha_s", "bulk_alpha_s"),
+                                    column("bulk_recv_beta_s_per_byte", "recv_beta_s_per_byte",
+                                           "bulk_beta_s_per_byte"))[bulk]
     sent = busy.copy()
     limit = column("eager_limit_bytes")
     above = m > np.where(np.isnan(limit), np.inf, limit)
@@ -141,7 +182,7 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule
         held[above] = hockney_time_s(m, column("rendezvous_recv_alpha_s", "rendezvous_alpha_s"),
                                      column("rendezvous_recv_beta_s_per_byte", "rendezvous_beta_s_per_byte"))[above]
         sent[above] = np.maximum(wire[above], busy[above])
-    return wire, busy, sent, held
+    return wire, busy, sent, held, above
 
 
 @dataclass(frozen=True)
@@ -184,7 +225,7 @@ class Hockney(Model):
         s = placed.schedule
         if s.has_dependencies:
             return self.completions(placed)[1]
-        wire, busy, _, _ = self._protocol(placed)
+        wire, busy, _, _, _ = self._protocol(placed)
         if busy is wire:
             _, sent = serialized(s.phase * s.nprocs + s.src, wire)
         else:  # a message starts when its sender is free of the previous ones, and arrives a wire time later
@@ -193,14 +234,15 @@ class Hockney(Model):
         return self.phased_receptions(placed, sent)
 
     def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        """A send completes when its sender's share is done (eager) or the message has arrived (rendezvous,
-        classic Hockney); its receiver is done as :meth:`end_times` says."""
+        """A send completes when its sender's share is done (eager), when the message has arrived (classic
+        Hockney), or when its receiver has taken it (rendezvous: the sender waits for the receiver's turn);
+        its receiver is done as :meth:`end_times` says."""
         s = placed.schedule
-        wire, busy, sent, held = self._protocol(placed)
-        start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent, wire,
-                                       self.receive_service_s(placed), recv_occupancy_s=held, recv_prev=s.recv_prev,
-                                       schedule=s)
-        return start + sent, done
+        wire, busy, sent, held, rendezvous = self._protocol(placed)
+        _, completed, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent,
+                                                    wire, self.receive_service_s(placed), recv_occupancy_s=held,
+                                                    recv_prev=s.recv_prev, schedule=s, sync=rendezvous)
+        return completed, done
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

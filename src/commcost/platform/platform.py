@@ -75,7 +75,10 @@ class Channel:
     sends eagerly on this channel (Open MPI's ``btl_sm_eager_limit``, UCX's
     rendezvous threshold): a fit to measured collectives then gives the
     channel a second law above it and a sender's cost apart from the wire's
-    (:class:`commcost.models.hockney.HockneyChannel`).
+    (:class:`commcost.models.hockney.HockneyChannel`). ``copy_limit_bytes``,
+    below it, is the largest eager message the library copies through its
+    own buffers in one piece (UCX's bcopy threshold, its shared-memory
+    segment): a fit then gives the eager messages above it a law of their own.
     """
 
     name: str
@@ -86,6 +89,7 @@ class Channel:
     nominal_latency_s: float | None = None
     nominal_bandwidth: float | None = None
     eager_limit_bytes: int | None = None
+    copy_limit_bytes: int | None = None
 
 
 @dataclass(frozen=True)
