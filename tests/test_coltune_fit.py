@@ -202,6 +202,9 @@ def test_tune_from_measurements_goes_straight_to_rules(imported, tmp_path, capsy
         assert f"kept: {strategy['chosen']}" in text
         if strategy["chosen"] == "default":
             assert report["selections"][f"{name}.ompi"]["kept_default"] == report["selections"][f"{name}.ompi"]["points"]
+    # the rules priced as OSU's rows were measured: the mean over ranks, reductions in 4-byte floats
+    assert "bcast: rules priced as the rows were measured: the mean over ranks, 1-byte elements" in text
+    assert "allreduce: rules priced as the rows were measured: the mean over ranks, 4-byte elements" in text
     # issue 12 item 2: han's global tunables were decision variables, one configuration per collective is
     # reported, and mca-params.conf sets exactly the parameters that differ from han's defaults
     from commcost.io.han_rules import read_mca_params

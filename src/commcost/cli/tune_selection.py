@@ -163,6 +163,8 @@ def cross_validated_strategies(args, collectives, platform, rows, whole=None) ->
         if strategy is not None:
             out[collective.value] = (strategy, pick)
             print(f"  {collective.value}: {strategy_line(strategy)}", flush=True)
+        print(f"  {collective.value}: rules priced as the rows were measured: the {statistic} over ranks, "
+              f"{args.row_terms[collective.value][1]}-byte elements", flush=True)
     return out
 
 
