@@ -4,8 +4,9 @@ each starts: theta's layout for :mod:`.fit_from_collectives`.
 Every unit has its model's :data:`MODEL_PARAMS`. A Hockney channel whose platform entry states its eager
 limit (``eager_limit_bytes``) has the :data:`PROTOCOL_PARAMS` as well (:mod:`commcost.models.hockney`:
 the sender's and the receiver's shares of an eager message; above the limit a second law with its own
-shares), one that also states a copy limit the :data:`BULK_PARAMS` (the eager law above it), and its fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal
-channel values become priors on the parameters they speak of (:func:`nominal_priors`).
+shares), one that also states a copy limit the :data:`BULK_PARAMS` (the eager law above it), and its
+fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal channel
+values become priors on the parameters they speak of (:func:`nominal_priors`).
 """
 
 from __future__ import annotations
@@ -77,14 +78,11 @@ def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[s
         for law in ("alpha_s", "beta_s_per_byte"):
             if f"rendezvous_{share}_{law}" not in out and f"{share}_{law}" in out:
                 out[f"rendezvous_{share}_{law}"] = out[f"{share}_{law}"]
-        pair = (f"{share}_alpha_s", f"{share}_beta_s_per_byte")
-        if not all(k in out for k in pair):
-            for k in pair:
-                out.pop(k, None)
-        pair = (f"rendezvous_{share}_alpha_s", f"rendezvous_{share}_beta_s_per_byte")
-        if not all(k in out for k in pair):
-            for k in pair:
-                out.pop(k, None)
+        for prefix in ("", "rendezvous_", "bulk_"):  # each law's share: both numbers, or none
+            pair = (f"{prefix}{share}_alpha_s", f"{prefix}{share}_beta_s_per_byte")
+            if not all(k in out for k in pair):
+                for k in pair:
+                    out.pop(k, None)
     fixed = dict(fixed)
     copy = fixed.pop("copy_limit_bytes", None)
     if all(k in out for k in ("rendezvous_alpha_s", "rendezvous_beta_s_per_byte")):
@@ -94,11 +92,6 @@ def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[s
     else:
         for k in [k for k in out if k.startswith("rendezvous_")]:
             out.pop(k)
-    for share in ("send", "recv"):  # a bulk share: both numbers, or none (the eager share then)
-        pair = (f"bulk_{share}_alpha_s", f"bulk_{share}_beta_s_per_byte")
-        if not all(k in out for k in pair):
-            for k in pair:
-                out.pop(k, None)
     if copy is not None and all(k in out for k in ("bulk_alpha_s", "bulk_beta_s_per_byte")):
         out["copy_limit_bytes"] = copy
     else:

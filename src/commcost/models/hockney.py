@@ -111,14 +111,19 @@ class HockneyChannel:
                                                "seconds per byte"}
 
     @classmethod
+    def groups(cls) -> tuple[dict[str, str], ...]:
+        """The optional groups, each given whole, in the order :meth:`from_dict` checks them."""
+        return (cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER, cls.BULK, cls.BULK_SENDER,
+                cls.BULK_RECEIVER)
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HockneyChannel":
         """From ``{alpha_s, beta_s_per_byte}``, with ``send_alpha_s, send_beta_s_per_byte`` both or neither
         (``recv_*`` too), and ``eager_limit_bytes`` with the four ``rendezvous_*`` values or none of them (and
         ``rendezvous_recv_*`` both or neither)."""
         if not isinstance(data, dict):
             return cls(**read_numbers(data, cls.UNITS))
-        every = (cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER, cls.BULK, cls.BULK_SENDER,
-                 cls.BULK_RECEIVER)
+        every = cls.groups()
         given = [any(k in data for k in g) for g in every]
         given[2] = given[2] or given[3]  # a rendezvous receiver's share needs the rest of the rendezvous law
         given[4] = given[4] or given[5] or given[6]  # a bulk share needs the bulk law and its limit
@@ -135,8 +140,7 @@ class HockneyChannel:
     def to_dict(self) -> dict[str, float]:
         """Plain data for a TOML section (the optional groups where given)."""
         out = {"alpha_s": self.alpha_s, "beta_s_per_byte": self.beta_s_per_byte}
-        for key in (*self.SENDER, *self.RECEIVER, *self.RENDEZVOUS, *self.RENDEZVOUS_RECEIVER, *self.BULK,
-                    *self.BULK_SENDER, *self.BULK_RECEIVER):
+        for key in (k for group in self.groups() for k in group):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out
