@@ -186,10 +186,35 @@ def test_compiled_loops_equal_a_naive_reference(seed):
         start, done = dependency_times(src, dst, ptr, idx, nprocs, busy, inject, flight, service)
         assert start == pytest.approx(want_start)
         assert done == pytest.approx(want_done)
-        sync = rng.random(n) < 0.5
+        sync = rng.random(n) < 0.5  # rendezvous: complete when taken, with no port occupancy at arrival
         want_start, want_done = reference(src, dst, deps, busy, inject, flight, service + 0.0, nprocs, sync)
-        start, completed, done = dependency_completions(src, dst, ptr, idx, nprocs, busy, inject, flight, service,
-                                                        sync=sync)
+        start, completed, done = dependency_completions(src, dst, ptr, idx, nprocs, busy,
+                                                        np.where(sync, flight, inject), flight, service, sync=sync)
         assert start == pytest.approx(want_start)
         assert done == pytest.approx(want_done)
         assert completed == pytest.approx(start + np.where(sync, flight, inject))
+
+
+def test_backpressure_holds_a_sender_for_the_queue_not_for_an_unposted_receive():
+    """Rank 3 sends to rank 1, which forwards to the root after it; rank 2 sends to the root, which takes
+    rank 1's message first (a tree's children in order). Eager shares s = 1, wire w = 4, receiver's share
+    r = 1. Rank 2's message arrives at 4 to an empty queue and waits only for its receive to be posted (at
+    the unexpected queue): under backpressure its sender is done at s, while a synchronous (rendezvous)
+    send completes when the root takes it, 2w + r. Two messages arriving together at one queue do hold the
+    second sender for the first one's share."""
+    src, dst = np.array([3, 1, 2]), np.array([1, 0, 0])
+    ptr, idx = np.array([0, 0, 1, 1], np.int64), np.array([0], np.int64)
+    s, w, r = 1.0, 4.0, 1.0
+    args = (src, dst, ptr, idx, 4, np.full(3, s), np.full(3, s), np.full(3, w))
+    order = np.array([-1, -1, 1])  # the root takes rank 2's message after rank 1's
+    _, completed, done = dependency_completions(*args, recv_occupancy_s=np.full(3, r), recv_prev=order,
+                                                pressed=np.ones(3, bool))
+    assert completed.tolist() == [s, w + s, s]
+    assert done.tolist() == [w, 2 * w, 2 * w + r]
+    _, completed, _ = dependency_completions(src, dst, ptr, idx, 4, np.full(3, s), np.full(3, w), np.full(3, w),
+                                             recv_occupancy_s=np.full(3, r), recv_prev=order, sync=np.ones(3, bool))
+    assert completed.tolist() == [w, 2 * w, 2 * w + r]
+    together = (np.array([1, 2]), np.array([0, 0]), np.zeros(3, np.int64), np.zeros(0, np.int64), 3)
+    _, completed, _ = dependency_completions(*together, np.full(2, s), np.full(2, s), np.full(2, w),
+                                             recv_occupancy_s=np.full(2, r), pressed=np.ones(2, bool))
+    assert completed.tolist() == [s, s + r]

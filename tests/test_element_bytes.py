@@ -91,3 +91,22 @@ def test_the_fit_and_the_grid_price_the_librarys_count():
         assert grid == pytest.approx(direct, rel=1e-12)
         assert price_sizes(ring, {}, 32, [64], platform, mapping, model, statistic=statistic)[0] != \
             pytest.approx(direct[0], rel=1e-3)
+
+
+def test_a_reduce_scatter_row_of_the_whole_vector_is_priced_per_rank_block():
+    """OSU's and IMB's reduce_scatter report the whole vector (recvcounts = size / sizeof(float) / P), where
+    commcost's Case counts one rank's block: 4 KiB on 4 ranks is a 1 KiB block (256 floats), on 3 ranks 341
+    floats; a vector smaller than one float per rank gives no point. Fitted as the whole vector, Peak's
+    reduce_scatter rows were priced P times too large (measured / model about 1 / P at large sizes)."""
+    platform, _ = load_platform(PLATFORM)
+    row = dict(time_s_mean=1e-5, collective="reduce_scatter", algorithm="ring", ppn=4)
+    assert Measurement("osu_reduce_scatter", 4, 4096, **row).case_nbytes == 1024
+    assert Measurement("imb_reduce_scatter", 3, 4096, **row).case_nbytes == 341 * 4
+    assert Measurement("osu_reduce_scatter", 8, 16, **row).case_nbytes == 0
+    assert Measurement("collective", 4, 4096, **row).case_nbytes == 4096
+    assert Measurement("osu_allgather", 4, 4096, **{**row, "collective": "allgather"}).case_nbytes == 4096
+    rows = [Measurement("osu_reduce_scatter", 4, n, **row) for n in (16, 4096)]
+    points, placed, _ = collective_points(rows, platform)
+    assert [p.nbytes for p in points] == [4, 1024]
+    ring = find(Collective.REDUCE_SCATTER, "ompi.ring")
+    assert _same(placed[1].schedule, build(ring, Case(Collective.REDUCE_SCATTER, 4, 1024, element_bytes=4)).schedule)

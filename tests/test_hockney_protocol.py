@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commcost.calibration.fit_from_collectives import (Point, copy_limits, fit_model, parameter_layout, pricer,
-                                                       protocol_limits)
+from commcost.calibration.fit_from_collectives import (Point, fit_model, parameter_layout, pricer, protocol_limits,
+                                                       stated_limits)
+from commcost.calibration.fit_layout import complete_groups
 from commcost.collectives import Case, Collective, algorithms, build, find
 from commcost.errors import InputError
 from commcost.io.platform_file import load_platform
@@ -121,6 +122,45 @@ def test_a_rendezvous_sender_waits_for_its_turn_at_the_receiver(platform):
         assert model.statistic_s(placed, "mean") == pytest.approx(np.mean(expect(w, r, s)), rel=1e-12)
 
 
+def test_backpressure_holds_eager_senders_while_their_message_waits_at_the_receiver(platform):
+    """The same linear gather at 1 KiB (eager) with ``backpressure_from_bytes = 0``: the three messages
+    arrive together at w = 1 us + 0.2 ns/B x 1024 and the root takes them in rank order, each for its share
+    r = 0.3 us + 0.15 ns/B x 1024, so sender k is held (k - 1) r beyond its own share s = 0.4 us + 0.1 ns/B x
+    1024 (on Peak a one-node linear gather's mean over ranks grows as P from 1 byte up). A message alone
+    (P = 2) costs its sender its share only, and a size below the threshold is not held."""
+    w, r, s = 1.0e-6 + 0.2e-9 * 1024, 0.3e-6 + 0.15e-9 * 1024, 0.4e-6 + 0.1e-9 * 1024
+    for held_from, expect in ((0, [w + 2 * r, s, s + r, s + 2 * r]), (2048, [w + 2 * r, s, s, s])):
+        model = Hockney(HockneyParams.from_dict({"shm": {**PROTOCOL, "backpressure_from_bytes": held_from}}))
+        assert not model.params.channels["shm"].classic
+        gather = build(find(Collective.GATHER, "ompi.basic_linear"), Case(Collective.GATHER, 4, 1024)).schedule
+        placed = PlacedSchedule.of(gather, platform, Mapping.sequential(platform, 4, 4))
+        assert model.rank_ends_s(placed) == pytest.approx(expect, rel=1e-12)
+        pair = build(find(Collective.GATHER, "ompi.basic_linear"), Case(Collective.GATHER, 2, 1024)).schedule
+        alone = PlacedSchedule.of(pair, platform, Mapping.sequential(platform, 2, 2))
+        assert model.rank_ends_s(alone) == pytest.approx([w, s], rel=1e-12)
+
+
+def test_the_platform_states_backpressure_and_a_fit_keeps_it(platform, tmp_path):
+    """``backpressure_from_bytes`` on a channel with an eager limit is kept by a fit as stated (no
+    parameter freed) and written with the channel's values; above the eager limit, or without one, it is
+    one line naming the field."""
+    path = tmp_path / "held.toml"
+    path.write_text(PLATFORM + "backpressure_from_bytes = 0\n")
+    held = load_platform(path)[0]
+    assert held.channels[0].backpressure_from_bytes == 0
+    assert stated_limits("hockney", held, ["shm"]) == {"shm": {"backpressure_from_bytes": 0.0}}
+    assert len(parameter_layout("hockney", ["shm"], held)) == 12
+    assert complete_groups({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9},
+                           {"eager_limit_bytes": 4096.0, "backpressure_from_bytes": 0.0}) == {
+        "alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "backpressure_from_bytes": 0.0}
+    for text in (PLATFORM + "backpressure_from_bytes = 8192\n",
+                 PLATFORM.replace("eager_limit_bytes = 4096", "backpressure_from_bytes = 0")):
+        path.write_text(text)
+        with pytest.raises(InputError) as err:
+            load_platform(path)
+        assert err.value.where.endswith("backpressure_from_bytes") and "expected an eager_limit_bytes" in str(err.value)
+
+
 @pytest.mark.parametrize("data, field", [
     ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "send_alpha_s": 1e-7}, "send_beta_s_per_byte"),
     ({"alpha_s": 1e-6, "beta_s_per_byte": 1e-9, "eager_limit_bytes": 4096}, "rendezvous_alpha_s"),
@@ -178,7 +218,7 @@ def test_the_platform_states_a_copy_limit_below_the_eager_limit(platform, tmp_pa
     path.write_text(PLATFORM + "copy_limit_bytes = 2048\n")
     copied = load_platform(path)[0]
     assert copied.channels[0].copy_limit_bytes == 2048
-    assert copy_limits("hockney", copied, ["shm"]) == {"shm": 2048}
+    assert stated_limits("hockney", copied, ["shm"]) == {"shm": {"copy_limit_bytes": 2048.0}}
     assert len(parameter_layout("hockney", ["shm"], copied)) == 18
     path.write_text(PLATFORM + "copy_limit_bytes = 4096\n")
     with pytest.raises(InputError) as err:

@@ -3,6 +3,8 @@ schedule priced transmission by transmission (commcost.selection.long_pipeline).
 
 from __future__ import annotations
 
+import os
+
 import zlib
 from pathlib import Path
 
@@ -120,10 +122,18 @@ def test_select_says_which_candidates_exceed_the_transmission_limit_and_the_limi
     monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "10000")
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert ("commcost: not priced (never picked; COMMCOST_MAX_TRANSMISSIONS raises the limit): "
-            "ompi.split_binary_tree(segsize=8192) on 64 ranks at 4,194,304 B: more than 10,000 transmissions") in err
+    said = ("commcost: not priced (never picked; --max-transmissions or COMMCOST_MAX_TRANSMISSIONS raises the "
+            "limit): ompi.split_binary_tree(segsize=8192) on 64 ranks at 4,194,304 B: more than 10,000 transmissions")
+    assert said in err
     assert "chain" in out and "split_binary_tree" not in out  # the folded chain needs no more than the limit
     monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "lots")
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "COMMCOST_MAX_TRANSMISSIONS" in err and "'lots'" in err
+    monkeypatch.delenv("COMMCOST_MAX_TRANSMISSIONS")  # the option, for one command
+    assert main(["--max-transmissions", "10000", *argv]) == 0
+    assert said in capsys.readouterr().err and "COMMCOST_MAX_TRANSMISSIONS" not in os.environ
+    with pytest.raises(SystemExit) as exit_code:
+        main(["--max-transmissions", "0", *argv])
+    err = capsys.readouterr().err.strip()
+    assert exit_code.value.code == 2 and len(err.splitlines()) == 1 and "--max-transmissions" in err

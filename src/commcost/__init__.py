@@ -1,3 +1,3 @@
 """commcost: communication cost of MPI programs, predicted without running them at scale."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -74,7 +74,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import least_squares
 
-from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, copy_limits, layout_of,  # noqa: F401
+from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, stated_limits, layout_of,  # noqa: F401
                                              nominal_priors, parameter_layout, protocol_limits, start_of)
 from commcost.errors import InputError
 
@@ -333,14 +333,14 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     names = [c.name for c in platform.channels]
     groups: dict[tuple, list[float]] = {}
     for row in rows:
-        if row.nbytes <= 0 or (max_procs is not None and row.nprocs > max_procs):
+        if row.case_nbytes <= 0 or (max_procs is not None and row.nprocs > max_procs):
             continue
         if not row.collective and row.benchmark in ONE_MESSAGE and row.channel in names and row.nprocs == 2:
             key = ("p2p", row.channel, 2, 0, row.nbytes, 0, "max", 1)  # one message: its time, whoever times it
         elif row.collective and row.algorithm and row.algorithm != "default":
             if collectives is not None and row.collective not in collectives:
                 continue
-            key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.nbytes, row.segsize or 0,
+            key = (row.collective, row.algorithm, row.nprocs, row.ppn or row.nprocs, row.case_nbytes, row.segsize or 0,
                    row.rank_statistic, row.element_size)
         else:
             continue
@@ -429,15 +429,16 @@ class Pricer:
 
     def __init__(self, model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
                  extra: Sequence[str] = (), limits: dict[str, int] | None = None,
-                 copies: dict[str, int] | None = None):
+                 stated: dict[str, dict[str, float]] | None = None):
         from commcost.models import MODELS
 
         self.model, self.placed, self.channels = model, list(placed), list(channels)
         self.statistics = None if statistics is None else list(statistics)
         self.extra = list(extra)
         self.limits = dict(limits or {})  # Hockney: channel -> eager limit (its protocol parameters fitted)
-        self.copies = dict(copies or {})  # channel -> copy limit (its bulk law fitted)
-        self.layout = layout_of(model, channels, self.limits, self.copies)
+        self.stated = dict(stated or {})  # channel -> its copy limit (its bulk law fitted), its backpressure
+        self.copies = {u: v["copy_limit_bytes"] for u, v in self.stated.items() if "copy_limit_bytes" in v}
+        self.layout = layout_of(model, channels, self.limits, self.stated)
         self.params_class = MODELS[model].PARAMS
         self.tau_max = taulop_tau_max(self.placed)
         self.touches = self._touches()
@@ -477,8 +478,8 @@ class Pricer:
             data: dict = {"beyond_m": "slope", **taulop_tables(theta[:n], channels, self.tau_max)}
         else:
             data = {c: ({"eager_limit_bytes": float(self.limits[c])} if c in self.limits else {}) for c in channels}
-            for c, copy in self.copies.items():
-                data[c]["copy_limit_bytes"] = float(copy)
+            for c, values in self.stated.items():
+                data[c].update(values)
             for j, (unit, name) in enumerate(self.layout):
                 data[unit][name] = float(theta[j])
         priced = MODELS[self.model](self.params_class.from_dict(data))
@@ -492,7 +493,7 @@ class Pricer:
 
 def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
            extra: Sequence[str] = (), limits: dict[str, int] | None = None,
-           copies: dict[str, int] | None = None) -> Pricer:
-    """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`; ``copies``:
-    :func:`copy_limits`)."""
-    return Pricer(model, placed, channels, statistics, extra, limits, copies)
+           stated: dict[str, dict[str, float]] | None = None) -> Pricer:
+    """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`; ``stated``:
+    :func:`stated_limits`)."""
+    return Pricer(model, placed, channels, statistics, extra, limits, stated)

@@ -5,7 +5,8 @@ Every unit has its model's :data:`MODEL_PARAMS`. A Hockney channel whose platfor
 limit (``eager_limit_bytes``) has the :data:`PROTOCOL_PARAMS` as well (:mod:`commcost.models.hockney`:
 the sender's and the receiver's shares of an eager message; above the limit a second law with its own
 shares), one that also states a copy limit the :data:`BULK_PARAMS` (the eager law above it), and its
-fitted values are written only as whole groups (:func:`complete_groups`). A platform's nominal channel
+fitted values are written only as whole groups (:func:`complete_groups`); what else the channel
+states (its backpressure) is kept as stated. A platform's nominal channel
 values become priors on the parameters they speak of (:func:`nominal_priors`).
 """
 
@@ -36,28 +37,34 @@ def protocol_limits(model: str, platform, units: Sequence[str]) -> dict[str, int
             if u in by_name and getattr(by_name[u], "eager_limit_bytes", None) is not None}
 
 
-def copy_limits(model: str, platform, units: Sequence[str]) -> dict[str, int]:
-    """unit -> the copy limit its platform channel states (``copy_limit_bytes``), for the Hockney channels
-    with an eager limit (:func:`protocol_limits`) that state one."""
+STATED = ("copy_limit_bytes", "backpressure_from_bytes")  # what a channel with an eager limit may add
+
+
+def stated_limits(model: str, platform, units: Sequence[str]) -> dict[str, dict[str, float]]:
+    """unit -> what its platform channel states besides its eager limit (:data:`STATED`: its copy limit,
+    from which size its eager senders feel backpressure), for the Hockney channels with an eager limit
+    (:func:`protocol_limits`) that state any; a fit keeps them as they are."""
     if model != "hockney" or platform is None:
         return {}
     by_name = {c.name: c for c in platform.channels}
-    return {u: by_name[u].copy_limit_bytes for u in protocol_limits(model, platform, units)
-            if getattr(by_name[u], "copy_limit_bytes", None) is not None}
+    said = {u: {k: float(getattr(by_name[u], k)) for k in STATED if getattr(by_name[u], k, None) is not None}
+            for u in protocol_limits(model, platform, units)}
+    return {u: values for u, values in said.items() if values}
 
 
 def layout_of(model: str, units: Sequence[str], limits: dict[str, int] | None = None,
-              copies: dict[str, int] | None = None) -> list[tuple[str, str]]:
+              stated: dict[str, dict[str, float]] | None = None) -> list[tuple[str, str]]:
     """theta's entries as (unit, parameter), unit by unit: the :data:`MODEL_PARAMS` of each, the
-    :data:`PROTOCOL_PARAMS` of a unit in ``limits`` and the :data:`BULK_PARAMS` of one in ``copies``."""
-    limits, copies = limits or {}, copies or {}
+    :data:`PROTOCOL_PARAMS` of a unit in ``limits`` and the :data:`BULK_PARAMS` of one whose ``stated``
+    values (:func:`stated_limits`) have a copy limit."""
+    limits, stated = limits or {}, stated or {}
     return [(u, name) for u in units for name in (*MODEL_PARAMS[model], *(PROTOCOL_PARAMS if u in limits else ()),
-                                                  *(BULK_PARAMS if u in copies else ()))]
+                                                  *(BULK_PARAMS if "copy_limit_bytes" in stated.get(u, {}) else ()))]
 
 
 def parameter_layout(model: str, units: Sequence[str], platform=None) -> list[tuple[str, str]]:
-    """:func:`layout_of` with the eager and copy limits ``platform`` states (:func:`protocol_limits`)."""
-    return layout_of(model, units, protocol_limits(model, platform, units), copy_limits(model, platform, units))
+    """:func:`layout_of` with the limits ``platform`` states (:func:`protocol_limits`, :func:`stated_limits`)."""
+    return layout_of(model, units, protocol_limits(model, platform, units), stated_limits(model, platform, units))
 
 
 def start_of(model: str, name: str) -> float:
@@ -85,6 +92,7 @@ def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[s
                     out.pop(k, None)
     fixed = dict(fixed)
     copy = fixed.pop("copy_limit_bytes", None)
+    held = fixed.pop("backpressure_from_bytes", None)
     if all(k in out for k in ("rendezvous_alpha_s", "rendezvous_beta_s_per_byte")):
         for k in ("rendezvous_send_alpha_s", "rendezvous_send_beta_s_per_byte"):  # the law's sender: the wire's
             out.setdefault(k, out["rendezvous_alpha_s" if k.endswith("alpha_s") else "rendezvous_beta_s_per_byte"])
@@ -97,6 +105,8 @@ def complete_groups(values: dict[str, float], fixed: dict[str, float]) -> dict[s
     else:
         for k in [k for k in out if k.startswith("bulk_")]:
             out.pop(k)
+    if held is not None:  # the eager law's, whether or not the rendezvous law is written
+        out["backpressure_from_bytes"] = held
     return out
 
 

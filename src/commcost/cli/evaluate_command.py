@@ -64,17 +64,19 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
     """From the collective's rows of a measurements CSV with ``low <= P <= high`` (several runs of one point:
     their mean): ``{(P, n): {choice: seconds}}`` of the forced algorithms, each resolved in the registry, and
     ``{(P, n): seconds}`` of Open MPI's own decision (algorithm ``default``: coll/tuned's algorithm 0 in an
-    OSU sweep)."""
+    OSU sweep). n is the size commcost's Case counts (:attr:`Measurement.case_nbytes`: a reduce_scatter
+    row of OSU's whole vector, each rank's block)."""
     from commcost.collectives import find
     from commcost.io.measurements import read_measurements
     from commcost.selection.decision import Choice
 
     sums: dict = defaultdict(lambda: defaultdict(list))
     for row in read_measurements(path):
-        if row.collective != collective.value or not row.algorithm or not _in_range(row.nprocs, low, high):
+        if row.collective != collective.value or not row.algorithm or not _in_range(row.nprocs, low, high) \
+                or row.case_nbytes <= 0:
             continue
         if row.algorithm == "default":
-            sums[(row.nprocs, row.nbytes)]["default"].append(row.time_s_mean)
+            sums[(row.nprocs, row.case_nbytes)]["default"].append(row.time_s_mean)
             continue
         name = row.algorithm if "." in row.algorithm or row.algorithm.isdigit() else f"{library}.{row.algorithm}"
         try:
@@ -84,7 +86,7 @@ def measured_table(path: Path, collective, library: str, low: int | None = None,
         given = {"segsize": row.segsize} if row.segsize and any(p.name == "segsize" for p in algorithm.params) \
             else {}
         choice = Choice(algorithm, algorithm.resolve_params(given))
-        sums[(row.nprocs, row.nbytes)][choice].append(row.time_s_mean)
+        sums[(row.nprocs, row.case_nbytes)][choice].append(row.time_s_mean)
     means = {point: {c: sum(v) / len(v) for c, v in times.items()} for point, times in sums.items()}
     defaults = {point: times.pop("default") for point, times in means.items() if "default" in times}
     table = {point: times for point, times in means.items() if len(times) >= 2}

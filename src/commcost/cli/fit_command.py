@@ -212,7 +212,7 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     from commcost.calibration.algorithm_corrections import choose_corrections, corrections
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
                                                            fit_model, fitted_units, layout_of, nominal_priors,
-                                                           pricer, protocol_limits, copy_limits,
+                                                           pricer, protocol_limits, stated_limits,
                                                            taulop_tau_max)
 
     if model not in MODEL_PARAMS:
@@ -227,15 +227,13 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     units = fitted_units(model, platform, [c.name for c in platform.channels if c.name in channels or c.name in said])
     extra = extra_parameters(points)
     limits = protocol_limits(model, platform, units)  # Hockney: channels that say their eager limit
-    copies = copy_limits(model, platform, units)  # and their copy limit
-    layout = layout_of(model, units, limits, copies)
+    stated = stated_limits(model, platform, units)  # and their copy limit and backpressure
+    layout = layout_of(model, units, limits, stated)
     fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra, limits,
-                                                 copies),
+                                                 stated),
                     start=start, extra=extra, prior=nominal_priors(model, platform, units, layout),
                     prior_weight=prior_weight, layout=layout,
-                    fixed={u: {"eager_limit_bytes": float(v), **({"copy_limit_bytes": float(copies[u])}
-                                                                 if u in copies else {})}
-                           for u, v in limits.items()})
+                    fixed={u: {"eager_limit_bytes": float(v), **stated.get(u, {})} for u, v in limits.items()})
     fit.units = "table" if model == "taulop" else "channel"
     fit.tau_max = taulop_tau_max(placed) if model == "taulop" else 0
     fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import enum
+import os
 import sys
 import warnings
 from typing import Callable
 
 from commcost import __version__
+from commcost.collectives.recorder import LIMIT_VARIABLE, MAX_TRANSMISSIONS
 from commcost.errors import InputError, InputWarning
 
 
@@ -51,10 +53,20 @@ def registered_parser() -> argparse.ArgumentParser:
     """The argument parser of every command registered so far."""
     parser = Parser(prog="commcost", description="Predict and explain the communication cost of MPI programs.")
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")
+    parser.add_argument("--max-transmissions", type=_transmissions, metavar="N",
+                        help=f"refuse, before building it, a schedule of more than N transmissions (default "
+                             f"{MAX_TRANSMISSIONS:,}, about 2 GB while it is priced; ${LIMIT_VARIABLE} too)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (help_text, configure, _) in COMMANDS.items():
         configure(sub.add_parser(name, help=help_text, description=help_text))
     return parser
+
+
+def _transmissions(text: str) -> int:
+    """--max-transmissions: a whole number >= 1."""
+    if not text.strip().isdigit() or len(text.strip()) > 18 or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of transmissions >= 1, got {text[:40]!r}")
+    return int(text)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -72,6 +84,9 @@ def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    said = os.environ.get(LIMIT_VARIABLE)
+    if getattr(args, "max_transmissions", None):  # for this command (and the ranks it starts) only
+        os.environ[LIMIT_VARIABLE] = str(args.max_transmissions)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", InputWarning)
@@ -84,6 +99,11 @@ def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"commcost: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    finally:
+        if said is None:
+            os.environ.pop(LIMIT_VARIABLE, None)
+        else:
+            os.environ[LIMIT_VARIABLE] = said
 
 
 def run_command(argv: list[str]) -> int:

@@ -189,7 +189,8 @@ def _select(args: argparse.Namespace) -> int:
     from commcost.collectives.recorder import LIMIT_VARIABLE
 
     for line in dict.fromkeys(refused):  # on stderr: stdout stays what the format says
-        print(f"commcost: not priced (never picked; {LIMIT_VARIABLE} raises the limit): {line}", file=sys.stderr)
+        print(f"commcost: not priced (never picked; --max-transmissions or {LIMIT_VARIABLE} raises the limit): "
+              f"{line}", file=sys.stderr)
     if args.format != "table":  # stdout stays machine-readable
         for line in written:
             print(f"commcost: wrote {line}", file=sys.stderr)

@@ -126,6 +126,17 @@ class Measurement:
         return self.element_bytes or element_bytes_of(self.benchmark, self.collective)
 
     @property
+    def case_nbytes(self) -> int:
+        """The size of the call as commcost's :class:`~commcost.collectives.Case` counts it: ``nbytes``,
+        except where the benchmark reports the whole buffer of a collective commcost counts per rank
+        (:func:`whole_buffer_of`: OSU's and IMB's reduce_scatter, each rank's block nbytes / P in whole
+        elements)."""
+        if not whole_buffer_of(self.benchmark, self.collective):
+            return self.nbytes
+        element = self.element_size
+        return self.nbytes // element // max(self.nprocs, 1) * element
+
+    @property
     def key(self) -> MeasurementKey:
         """The point this row measures."""
         return MeasurementKey(*(getattr(self, name) for name in KEY_COLUMNS))
@@ -162,6 +173,15 @@ def element_bytes_of(benchmark: str, collective: str = "") -> int:
     if collective in REDUCING and (name.startswith("osu_") or name.startswith("imb_")):
         return 4
     return 1
+
+
+def whole_buffer_of(benchmark: str, collective: str) -> bool:
+    """Whether a benchmark's size is the whole buffer where commcost counts one rank's block: OSU's
+    ``osu_reduce_scatter`` passes recvcounts[i] = (size / sizeof(float)) / P (the last rank the remainder),
+    IMB's Reduce_scatter splits its #bytes over the ranks the same way; commcost's reduce_scatter Case is
+    one rank's block (Open MPI's recvcounts[i])."""
+    name = benchmark.lower()
+    return collective == "reduce_scatter" and (name.startswith("osu_") or name.startswith("imb_"))
 
 
 def _cell(value) -> str:

@@ -112,7 +112,7 @@ def _channels(root: Table) -> list[Channel]:
     channels = []
     for index, entry in enumerate(root.tables("channels")):
         entry.only("name", "id", "level", "transfers", "contention", "nominal_latency_s", "nominal_bandwidth",
-                   "eager_limit_bytes", "copy_limit_bytes")
+                   "eager_limit_bytes", "copy_limit_bytes", "backpressure_from_bytes")
         name = entry.text("name")
         if any(c.name == name for c in channels):
             raise entry.error("name", f"channel name {name!r} is used twice; expected unique channel names")
@@ -122,10 +122,14 @@ def _channels(root: Table) -> list[Channel]:
         if copy is not None and (eager is None or copy >= eager):
             raise entry.error("copy_limit_bytes", f"{copy} is not below the channel's eager limit ({eager}); expected "
                               "an eager_limit_bytes above it")
+        held = entry.integer("backpressure_from_bytes", None, minimum=0)
+        if held is not None and (eager is None or held > eager):
+            raise entry.error("backpressure_from_bytes", f"{held} is not at most the channel's eager limit ({eager}); "
+                              "expected an eager_limit_bytes at or above it")
         channels.append(Channel(name, entry.integer("id", index, minimum=0), entry.text("level"),
                                 entry.strings("transfers", default=[name]), ContentionScope(contention),
                                 entry.positive("nominal_latency_s", None), entry.positive("nominal_bandwidth", None),
-                                eager, copy))
+                                eager, copy, held))
     return channels
 
 

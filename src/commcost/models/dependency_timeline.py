@@ -33,12 +33,21 @@ order and j ranging over after(i):
     done_i    = max(in_i, done_k) + recv_service_i                     (the receiving processor)
 
 with k the reception its receiver took before i. A *synchronous* send
-(``sync_i``: a rendezvous, where the receiver pulls the bytes) completes
-for its sender only once its receiver has taken it: inject_i is replaced by
-in_i - start_i, both for what waits for the send and for the sender's own
-end (a linear gather's senders above the eager limit wait their turn at
-the root; LogGOPSim's rendezvous, Hoefler, Schneider and Lumsdaine 2010,
-section 3). A message alone costs
+(``sync_i``) completes for its sender as much later as its message waited
+at the receiver's port: start_i + inject_i + (in_i - arrival_i), both for
+what waits for the send and for the sender's own end; with inject_i =
+flight_i that is in_i, a rendezvous, where the receiver pulls the bytes (a
+linear gather's senders above the eager limit wait their turn at the root;
+LogGOPSim's rendezvous, Hoefler, Schneider and Lumsdaine 2010, section 3).
+A *pressed* eager send (``pressed_i``, backpressure) is held only while
+its receiver's queue drains what arrived before it, in arrival order
+whether or not the receive is posted (a message for a receive not yet
+posted waits in the unexpected queue, its sender done):
+
+    drained_i   = max(arrival_i, drained_k' + recv_occupancy_i)
+    completed_i = start_i + inject_i + drained_i - arrival_i
+
+with k' the message that arrived at the same receiver before i. A message alone costs
 what it did without the queue (its arrival, plus its service); k messages
 arriving together into one rank take the sum of their occupancies: the
 single-port, full-duplex assumption of the collective literature (Thakur,
@@ -148,12 +157,30 @@ def _heap_pop(key, ids, size):  # pragma: no cover
 
 
 @njit(inline=True)
+def _release(i, t, rank, src, succ_ptr, succ_idx, ready, pending, prev, started, serialize, stack,
+             top):  # pragma: no cover
+    """What ``rank`` waited for on i (its reception, for i's receiver; its send's completion, for i's
+    sender) may go at ``t``; returns the new stack top."""
+    for k in range(succ_ptr[i], succ_ptr[i + 1]):
+        w = succ_idx[k]
+        if src[w] != rank:
+            continue
+        if t > ready[w]:
+            ready[w] = t
+        pending[w] -= 1
+        if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
+            stack[top] = w
+            top += 1
+    return top
+
+
+@njit(inline=True)
 def _take(i, t, dst, src, occupancy, service, recv_port, recv_free, done, taken, succ_ptr, succ_idx, ready, pending,
           prev, started, serialize, stack, top, sync, completed):  # pragma: no cover
     """The receiver of i takes it (its bytes in at ``t``): its port lets it in at
     e_i = max(t, the port's last + occupancy_i), its processor is done at done_i = max(e_i, its last done) +
     service_i; release what waited for this reception, and, for a synchronous send, what waited for the
-    send (it completes at e_i). Returns the new stack top."""
+    send (it completes e_i - t later than it would have). Returns the new stack top."""
     d = dst[i]
     e = recv_port[d] + occupancy[i]
     if t > e:
@@ -166,33 +193,23 @@ def _take(i, t, dst, src, occupancy, service, recv_port, recv_free, done, taken,
     recv_free[d] = fin
     done[i] = fin
     taken[i] = True
+    top = _release(i, fin, d, src, succ_ptr, succ_idx, ready, pending, prev, started, serialize, stack, top)
     if sync[i]:
-        completed[i] = e
-    for k in range(succ_ptr[i], succ_ptr[i + 1]):
-        w = succ_idx[k]
-        if src[w] == d:  # w waits for this reception
-            t_w = fin
-        elif sync[i] and src[w] == src[i]:  # w waits for this synchronous send
-            t_w = e
-        else:
-            continue
-        if t_w > ready[w]:
-            ready[w] = t_w
-        pending[w] -= 1
-        if pending[w] == 0 and (not serialize or prev[w] < 0 or started[prev[w]]):
-            stack[top] = w
-            top += 1
+        completed[i] += e - t  # held for as long as its message waited at the receiver's port
+        top = _release(i, completed[i], src[i], src, succ_ptr, succ_idx, ready, pending, prev, started, serialize,
+                       stack, top)
     return top
 
 
 @njit
 def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_busy, inject, flight,
-            service, occupancy, recv_prev, recv_next, nprocs, serialize, sync):  # pragma: no cover
+            service, occupancy, recv_prev, recv_next, nprocs, serialize, sync, pressed):  # pragma: no cover
     """Receptions in the order their bytes begin to come in (arrival minus occupancy), each receiver first
     come first served (a reception with ``recv_prev[i] >= 0`` only after that one was taken); with
     ``serialize`` a send starts only after the sender's previous send started (program order) and its
-    processor is free; a ``sync`` send completes when its receiver takes it. Returns (start, completed,
-    done)."""
+    processor is free; a ``sync`` send completes as much later as its message waited at its receiver, a
+    ``pressed`` one as much later as it waited for the receiver's queue to drain (in arrival order, whether
+    or not its receive is posted). Returns (start, completed, done)."""
     n = len(src)
     start = np.zeros(n)
     done = np.zeros(n)
@@ -208,6 +225,7 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
     port = np.zeros(nprocs)
     recv_port = np.full(nprocs, -np.inf)  # a rank's first reception waits for no earlier one
     recv_free = np.full(nprocs, -np.inf)
+    drain = np.full(nprocs, -np.inf)  # when each receiver's queue has let the last pressed message in
     key = np.empty(n)
     ids = np.empty(n, np.int64)
     size = 0
@@ -237,7 +255,7 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
             completed[i] = sent
             for k in range(succ_ptr[i], succ_ptr[i + 1]):
                 w = succ_idx[k]
-                if src[w] == s and not sync[i]:  # w waits for this send to complete
+                if src[w] == s and not sync[i] and not pressed[i]:  # w waits for this send to complete
                     if sent > ready[w]:
                         ready[w] = sent
                     pending[w] -= 1
@@ -252,6 +270,15 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
             break  # pragma: no cover
         _, i, size = _heap_pop(key, ids, size)
         remaining -= 1
+        if pressed[i]:  # the sender is held while its receiver's queue drains the messages before it
+            d = dst[i]
+            e = drain[d] + occupancy[i]
+            if arrived[i] > e:
+                e = arrived[i]
+            drain[d] = e
+            completed[i] += e - arrived[i]
+            top = _release(i, completed[i], src[i], src, succ_ptr, succ_idx, ready, pending, prev, started, serialize,
+                           stack, top)
         j = recv_prev[i]
         if j >= 0 and not taken[j]:
             parked[i] = True  # its blocking receive is not posted yet
@@ -323,11 +350,13 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
                            nprocs: int, send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
                            recv_service_s: np.ndarray | None = None, serialize: bool = True,
                            recv_occupancy_s: np.ndarray | None = None, recv_prev: np.ndarray | None = None,
-                           schedule=None, sync: np.ndarray | None = None
+                           schedule=None, sync: np.ndarray | None = None, pressed: np.ndarray | None = None
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(start, completed, done)`` of every transmission (:func:`dependency_times`, with when each send
-    completes for its sender): ``start + inject``, or, where ``sync`` is true (a rendezvous send), when its
-    receiver takes it (module docstring)."""
+    completes for its sender): ``start + inject``, and where ``sync`` is true that plus how long its message
+    waited at its receiver's port (a rendezvous send, with inject = flight: when its receiver takes it),
+    where ``pressed`` is true that plus how long it waited for the receiver's queue to drain what arrived
+    before it (backpressure; module docstring)."""
     n = len(src)
     if n == 0:
         return np.zeros(0), np.zeros(0), np.zeros(0)
@@ -340,12 +369,12 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
     busy, inject, flight = (_per_transmission(a, n) for a in (send_busy_s, inject_s, flight_s))
     service = np.zeros(n) if recv_service_s is None else _per_transmission(recv_service_s, n)
     occupancy = np.zeros(n) if recv_occupancy_s is None else _per_transmission(recv_occupancy_s, n)
-    synchronous = np.zeros(n, np.bool_) if sync is None else np.ascontiguousarray(np.broadcast_to(sync, (n,)),
-                                                                                     dtype=np.bool_)
+    synchronous, held = (np.zeros(n, np.bool_) if a is None else np.ascontiguousarray(np.broadcast_to(a, (n,)),
+                                                                                        dtype=np.bool_)
+                         for a in (sync, pressed))
     if not ordered and not np.any(service) and (not np.any(occupancy) or alone):
-        # no receiver queues: a message is taken at its arrival, so a synchronous send completes then
-        inject = np.where(synchronous, flight, inject) if synchronous.any() else inject
+        # no receiver queues: a message is taken at its arrival, so a synchronous send waits for nothing more
         start, done = _one_pass(*args, busy, inject, flight, nprocs, serialize)
         return start, start + inject, done
     return _events(*args, succ_ptr, succ_idx, prev, nxt, busy, inject, flight, service, occupancy, rprev,
-                   rnext, nprocs, serialize, synchronous)
+                   rnext, nprocs, serialize, synchronous, held)

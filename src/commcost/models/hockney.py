@@ -41,7 +41,15 @@ sends it zero-copy or in fragments) eager messages have a law of their own,
 bulk_alpha + bulk_beta m, with its own shares (bulk_send_*, bulk_recv_*;
 a share not given: the eager one). On Peak every algorithm's measured /
 model ratio jumps from 4 to 8 KiB, then falls to 128 KiB, under one eager
-law. A share equal to the wire's time is
+law. **Backpressure** (``backpressure_from_bytes``): an eager message of
+at least that size holds its sender while its receiver's queue drains the
+messages that arrived before it, each for its receiver's share (not while
+it waits for its receive to be posted: the unexpected queue takes it), so
+senders that fill one receiver's queue faster than it drains finish in
+turn (:mod:`.dependency_timeline`; a shared-memory FIFO of bounded depth).
+On Peak a linear gather's or reduce's mean over ranks on one node grows as
+P at every size (1 B: 0.3 us at P = 2, 5 us at 32), while a lone eager
+message costs its sender only its share. A share equal to the wire's time is
 classic Hockney; a share near 0, a receiver-copy transport with no
 contention. A channel without ``eager_limit_bytes`` and send_* values is
 the classic model above. The arrival times are LogGP's (Alexandrov et al.
@@ -93,6 +101,7 @@ class HockneyChannel:
     bulk_send_beta_s_per_byte: float | None = None
     bulk_recv_alpha_s: float | None = None
     bulk_recv_beta_s_per_byte: float | None = None
+    backpressure_from_bytes: float | None = None
 
     UNITS: ClassVar[dict[str, str]] = {"alpha_s": "seconds", "beta_s_per_byte": "seconds per byte"}
     SENDER: ClassVar[dict[str, str]] = {"send_alpha_s": "seconds", "send_beta_s_per_byte": "seconds per byte"}
@@ -110,11 +119,13 @@ class HockneyChannel:
     BULK_RECEIVER: ClassVar[dict[str, str]] = {"bulk_recv_alpha_s": "seconds", "bulk_recv_beta_s_per_byte":
                                                "seconds per byte"}
 
+    BACKPRESSURE: ClassVar[dict[str, str]] = {"backpressure_from_bytes": "bytes"}
+
     @classmethod
     def groups(cls) -> tuple[dict[str, str], ...]:
         """The optional groups, each given whole, in the order :meth:`from_dict` checks them."""
         return (cls.SENDER, cls.RECEIVER, cls.RENDEZVOUS, cls.RENDEZVOUS_RECEIVER, cls.BULK, cls.BULK_SENDER,
-                cls.BULK_RECEIVER)
+                cls.BULK_RECEIVER, cls.BACKPRESSURE)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HockneyChannel":
@@ -135,7 +146,7 @@ class HockneyChannel:
     def classic(self) -> bool:
         """Whether this is Hockney's one law, a sender taken for the whole message."""
         return self.send_alpha_s is None and self.recv_alpha_s is None and self.eager_limit_bytes is None \
-            and self.copy_limit_bytes is None
+            and self.copy_limit_bytes is None and self.backpressure_from_bytes is None
 
     def to_dict(self) -> dict[str, float]:
         """Plain data for a TOML section (the optional groups where given)."""
@@ -146,15 +157,16 @@ class HockneyChannel:
         return out
 
 
-def protocol_times(rows: list[Any], placed: PlacedSchedule
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                     np.ndarray | None, np.ndarray | None]:
     """Per transmission (seconds): the wire's time (start to arrival), what it takes of its sender, when its
     send completes for the sender, and how long it holds its receiver: Hockney's alpha + beta m for all four
     on a classic channel; below an eager limit the sender's send_alpha + send_beta m and a send completed
     then, the receiver's recv_alpha + recv_beta m; above it the rendezvous_* laws and a send completed
-    when its receiver has taken it (at the earliest its arrival). Fifth: which transmissions are above
-    their channel's limit (rendezvous: synchronous sends), None where no channel has one. A share not given
-    is the wire's time."""
+    when its receiver has taken it (at the earliest its arrival). Fifth: which are above their channel's
+    eager limit (rendezvous: :func:`~.dependency_timeline.dependency_completions`'s ``sync``); sixth, which
+    eager ones are from its ``backpressure_from_bytes`` up (its ``pressed``); each None where none is. A
+    share not given is the wire's time."""
     m = placed.schedule.nbytes
 
     def column(name: str, *fallbacks: str) -> np.ndarray:
@@ -163,7 +175,7 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule
 
     wire = hockney_time_s(m, column("alpha_s"), column("beta_s_per_byte"))
     if all(row is None or row.classic for row in rows):
-        return wire, wire, wire, wire, None
+        return wire, wire, wire, wire, None, None
     busy = hockney_time_s(m, column("send_alpha_s", "alpha_s"), column("send_beta_s_per_byte", "beta_s_per_byte"))
     held = hockney_time_s(m, column("recv_alpha_s", "alpha_s"), column("recv_beta_s_per_byte", "beta_s_per_byte"))
     copy = column("copy_limit_bytes")
@@ -185,8 +197,13 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule
                                      column("rendezvous_send_beta_s_per_byte"))[above]
         held[above] = hockney_time_s(m, column("rendezvous_recv_alpha_s", "rendezvous_alpha_s"),
                                      column("rendezvous_recv_beta_s_per_byte", "rendezvous_beta_s_per_byte"))[above]
-        sent[above] = np.maximum(wire[above], busy[above])
-    return wire, busy, sent, held, above
+        sent[above] = wire[above]
+    pressed = None
+    held_from = column("backpressure_from_bytes")
+    if not np.isnan(held_from).all():  # eager senders held while their receiver's queue drains
+        pressed = m >= np.where(np.isnan(held_from), np.inf, held_from)
+        pressed &= ~above
+    return wire, busy, sent, held, (above if above.any() else None), pressed
 
 
 @dataclass(frozen=True)
@@ -217,7 +234,7 @@ class Hockney(Model):
     def _times(self, placed: PlacedSchedule) -> np.ndarray:
         return self._protocol(placed)[0]
 
-    def _protocol(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _protocol(self, placed: PlacedSchedule) -> tuple:
         return protocol_times(channel_table(self.params.channels, placed, self.NAME), placed)
 
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
@@ -229,7 +246,7 @@ class Hockney(Model):
         s = placed.schedule
         if s.has_dependencies:
             return self.completions(placed)[1]
-        wire, busy, _, _, _ = self._protocol(placed)
+        wire, busy = self._protocol(placed)[:2]
         if busy is wire:
             _, sent = serialized(s.phase * s.nprocs + s.src, wire)
         else:  # a message starts when its sender is free of the previous ones, and arrives a wire time later
@@ -242,10 +259,11 @@ class Hockney(Model):
         Hockney), or when its receiver has taken it (rendezvous: the sender waits for the receiver's turn);
         its receiver is done as :meth:`end_times` says."""
         s = placed.schedule
-        wire, busy, sent, held, rendezvous = self._protocol(placed)
+        wire, busy, sent, held, rendezvous, pressed = self._protocol(placed)
         _, completed, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent,
                                                     wire, self.receive_service_s(placed), recv_occupancy_s=held,
-                                                    recv_prev=s.recv_prev, schedule=s, sync=rendezvous)
+                                                    recv_prev=s.recv_prev, schedule=s, sync=rendezvous,
+                                                    pressed=pressed)
         return completed, done
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:

@@ -79,6 +79,12 @@ class Channel:
     below it, is the largest eager message the library copies through its
     own buffers in one piece (UCX's bcopy threshold, its shared-memory
     segment): a fit then gives the eager messages above it a law of their own.
+    ``backpressure_from_bytes``, when given with an eager limit, is the
+    smallest eager message that holds its sender while its receiver's queue
+    drains what arrived before it (a shared-memory FIFO of bounded depth,
+    which senders fill faster than one receiver drains it; 0: every
+    message): a linear gather's
+    senders then wait their turn at the root, as rendezvous senders always do.
     """
 
     name: str
@@ -90,6 +96,7 @@ class Channel:
     nominal_bandwidth: float | None = None
     eager_limit_bytes: int | None = None
     copy_limit_bytes: int | None = None
+    backpressure_from_bytes: int | None = None
 
 
 @dataclass(frozen=True)
