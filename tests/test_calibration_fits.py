@@ -260,3 +260,12 @@ def test_queue_search_gamma_from_high_volume_pingpong():
     assert fit_queue_search(n, t_in, t_in).gamma_s == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(InputError, match="three message counts"):
         fit_queue_search(n[:2], t_in[:2], t_in[:2])
+
+
+def test_a_break_needs_two_residual_degrees_of_freedom():
+    """Six sizes with an eager/rendezvous jump: two segments (alpha, beta each, and the break: 5 numbers)
+    would leave one degree of freedom, so no split is made; twelve sizes of the same law split at the jump."""
+    few = np.array([1.0, 16.0, 256.0, 131072.0, 524288.0, 4194304.0])
+    assert len(fit_hockney_segments(few, eager_rendezvous(few)).segments) == 1
+    many = np.geomspace(1, 4194304, 12)
+    assert len(fit_hockney_segments(many, eager_rendezvous(many)).segments) == 2

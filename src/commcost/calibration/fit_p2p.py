@@ -191,7 +191,12 @@ def fit_hockney_segments(nbytes: np.ndarray, time_s: np.ndarray, max_segments: i
       and S - 1 breakpoints) **and** lowers C by at least ``min_gain``
       (relative). BIC guards against inventing breaks in noise on few
       points; ``min_gain`` against splitting on a tiny systematic bend
-      when there are very many points;
+      when there are very many points; and only where the n times leave
+      the split model at least two residual degrees of freedom, n - (3S -
+      1) >= 2 (with fewer, the cost of two 3-size segments is near 0 and
+      BIC takes it: on a busy machine 6 ping-pong sizes split 3 + 3, one
+      segment took alpha near 0 and a steep slope, and missed the sizes
+      between its own by up to 62x);
     * this repeats until ``max_segments`` segments or no accepted split.
 
     Each final segment is refitted on its own with :func:`fit_hockney`.
@@ -212,7 +217,7 @@ def fit_hockney_segments(nbytes: np.ndarray, time_s: np.ndarray, max_segments: i
     # segments as (lo, hi) ranges over the distinct sizes, with their costs
     segs: list[tuple[float, float, float]] = [(float(x.min()), float(x.max()), cost_of(np.ones(n, bool)))]
     bics = [_bic(segs[0][2], n, 1)]
-    while len(segs) < max_segments:
+    while len(segs) < max_segments and n - (3 * (len(segs) + 1) - 1) >= 2:  # residual degrees of freedom left
         best: tuple[float, int, tuple[float, float, float], tuple[float, float, float]] | None = None
         for i, (lo, hi, c) in enumerate(segs):
             sizes = np.unique(x[(x >= lo) & (x <= hi)])
