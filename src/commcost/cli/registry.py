@@ -20,7 +20,7 @@ import warnings
 from typing import Callable
 
 from commcost import __version__
-from commcost.collectives.recorder import LIMIT_VARIABLE, MAX_TRANSMISSIONS
+from commcost.collectives.recorder import LIMIT_VARIABLE, MAX_TRANSMISSIONS, read_transmission_limit
 from commcost.errors import InputError, InputWarning
 
 
@@ -63,10 +63,11 @@ def registered_parser() -> argparse.ArgumentParser:
 
 
 def _transmissions(text: str) -> int:
-    """--max-transmissions: a whole number >= 1."""
-    if not text.strip().isdigit() or len(text.strip()) > 18 or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of transmissions >= 1, got {text[:40]!r}")
-    return int(text)
+    """--max-transmissions: a whole number >= 1 (:func:`~commcost.collectives.recorder.read_transmission_limit`)."""
+    try:
+        return read_transmission_limit(text, "--max-transmissions")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -47,10 +47,14 @@ def transmission_limit() -> int:
     at its peak holds about 240 bytes per transmission (arrays, the placed schedule, the timeline), so the
     default keeps one schedule near 2 GB; a larger machine may raise it."""
     text = os.environ.get(LIMIT_VARIABLE, "").strip()
-    if not text:
-        return MAX_TRANSMISSIONS
+    return read_transmission_limit(text, LIMIT_VARIABLE) if text else MAX_TRANSMISSIONS
+
+
+def read_transmission_limit(text: str, where: str) -> int:
+    """A transmission limit as given (``where``: the variable or option that gave it): a whole number >= 1."""
+    text = text.strip()
     if not text.isdigit() or len(text) > 18 or int(text) < 1:
-        raise InputError(f"expected a whole number of transmissions >= 1, got {text[:40]!r}", where=LIMIT_VARIABLE)
+        raise InputError(f"expected a whole number of transmissions >= 1, got {text[:40]!r}", where=where)
     return int(text)
 
 
