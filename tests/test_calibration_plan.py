@@ -13,7 +13,7 @@ import pytest
 from commcost.calibration.plan import (
     BCAST_SIZES, OMPI_BCAST_ALGORITHMS, SEGSIZE, Run, parse_benchmarks, plan_runs, row_ident, run_points,
 )
-from commcost.cli.mpi_launch import launch_line
+from commcost.launch.mpi_launch import launch_line
 from commcost.cli.main import main
 from commcost.closedform.ompi_bcast_calibration import calibrate_paper004, gamma_and_q
 from commcost.closedform.ompi_bcast_fit import experiment_coefficients
@@ -253,7 +253,7 @@ def test_a_launch_that_dies_at_start_up_is_launched_once_more(monkeypatch):
     """Open MPI's PMIx listener thread sometimes fails to start (exit 213 within a second): calibrate and
     verify launch such a run once more; a run that failed after working a while, a clean exit, a run stopped
     at its budget (124) or a retry the budget has no room for is not repeated."""
-    import commcost.cli.mpi_launch as launch
+    import commcost.launch.mpi_launch as launch
     monkeypatch.setattr(launch.time, "sleep", lambda s: None)
     for codes, room, expected, calls in (([213, 0], True, 0, 2), ([213, 213], True, 213, 2), ([0], True, 0, 1),
                                          ([124], True, 124, 1), ([213, 0], False, 213, 1)):

@@ -39,7 +39,7 @@ def test_calibrate_and_tune_dry_runs_print_the_launch_lines_and_write_nothing(tm
     out = tmp_path / "cal"
     assert main(["calibrate", "--procs", "2", "--out", str(out), "--budget", "60", "--dry-run"]) == 0
     text = capsys.readouterr().out
-    assert "dry run: 2 runs" in text and "--mca btl tcp,self" in text and "commcost.cli.mpi_worker" in text
+    assert "dry run: 2 runs" in text and "--mca btl tcp,self" in text and "commcost.launch.mpi_worker" in text
     assert text.count("--deadline-s") == 2 and not out.exists()
     assert main(["tune", "--procs", "2", "--out", str(out), "--budget", "180", "--dry-run",
                  "--channel-launcher", "shm=mpirun -np 2", "--channel-launcher", "tcp=mpirun -np 2 --host a,b"]) == 0

@@ -20,7 +20,7 @@ import pytest
 from commcost.calibration.fit_collectives import (fit_algorithms, fit_scale, isotonic, one_node_pricer,
                                                   reduction_tables)
 from commcost.calibration.plan import COLLECTIVE_SIZES, REDUCTION_SIZES, Run, plan_runs, run_points
-from commcost.cli.mpi_launch import launch_line
+from commcost.launch.mpi_launch import launch_line
 from commcost.cli.main import main
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement, fit_times, measurement_columns, read_measurements
@@ -176,7 +176,7 @@ def test_the_worker_times_a_forced_allgather_on_four_ranks(tmp_path):
             "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allgather_algorithm", "2"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         line.append("--allow-run-as-root")
-    proc = subprocess.run([*line, sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv),
+    proc = subprocess.run([*line, sys.executable, "-m", "commcost.launch.mpi_worker", "--out", str(csv),
                            "--channel", "shm", "--benchmarks", "allgather", "--algorithm", "bruck", "--sizes", "1",
                            "--deadline-s", "4", "--point-budget", "0.5"], env=ENV, capture_output=True, text=True,
                           timeout=60)

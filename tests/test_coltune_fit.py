@@ -120,7 +120,7 @@ def test_cross_validation_refits_the_rows_the_model_was_fitted_to(imported):
     selection uses was fitted to every collective's rows (a fold fitted to one collective's rows alone
     vouched for another model: allreduce's kept "model" scored 98% held out where the model-based picks
     scored 3%); each fit is made once for every collective."""
-    from commcost.cli.evaluate_command import RowFits, strategy_for
+    from commcost.workflows.evaluate import RowFits, strategy_for
     from commcost.collectives import Collective
     from commcost.io.measurements import read_measurements
     from commcost.io.platform_file import load_platform
@@ -236,7 +236,7 @@ def test_ping_pong_rows_join_the_fit_as_one_message_on_their_channel(imported, t
     """A combined fit: a site's ping-pong rows (here priced from known parameters) next to the sweeps pin the
     network the sweeps leave poorly identified."""
     from commcost.calibration.fit_from_collectives import collective_points
-    from commcost.cli.fit_command import fit_collective_rows
+    from commcost.workflows.fit import fit_collective_rows
     from commcost.io.measurements import Measurement, read_measurements
 
     rows = [r for r in read_measurements(imported) if r.nprocs <= 32]  # one node: the network unseen
@@ -384,7 +384,7 @@ def test_the_reduction_rate_is_fitted_beside_the_channels():
     and allreduce rows, they trade a little), and writes g as a [reduction.fitted] table the other commands
     read."""
     from commcost.calibration.fit_from_collectives import extra_parameters
-    from commcost.cli.fit_command import collective_fit_sections
+    from commcost.workflows.fit import collective_fit_sections
     from commcost.models.reduction import ReductionLaw
 
     platform, _ = load_platform(HERE.parent / "examples" / "cluster" / "platform.toml")

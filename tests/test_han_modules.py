@@ -171,7 +171,7 @@ def test_tune_han_modules_option_picks_what_varies():
     coll/sm inside them; --han-segsizes adds segment sizes."""
     from types import SimpleNamespace
 
-    from commcost.cli.tune_selection import han_decision_values
+    from commcost.workflows.tune_selection import han_decision_values
 
     def values(modules, segsizes=""):
         return han_decision_values(SimpleNamespace(han_modules=modules, han_segsizes=segsizes))

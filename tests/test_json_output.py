@@ -101,7 +101,7 @@ def test_documented_keys_are_printed(capsys, tmp_path):
     plan = run_json(capsys, "calibrate", "--procs", "2", "--out", str(tmp_path / "cal"), "--budget", "60",
                     "--dry-run")
     assert keys("`calibrate --dry-run`") <= set(plan) and plan["runs"] and not (tmp_path / "cal").exists()
-    assert all("commcost.cli.mpi_worker" in r["command"] for r in plan["runs"])
+    assert all("commcost.launch.mpi_worker" in r["command"] for r in plan["runs"])
 
     osu = sorted(str(p) for p in (ROOT / "tests" / "data" / "osu" / "bcast").glob("*.out"))
     imported = run_json(capsys, "import", "osu", *osu, "--ppn", "32", "--name-pattern",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from commcost.cli.main import main
-from commcost.cli.rankfile_runs import safe_rankfile_name
+from commcost.launch.rankfile_runs import safe_rankfile_name
 from commcost.collectives import Case, Collective, build, find
 from commcost.io.platform_file import load_platform
 from commcost.mapping import graph_start, group_swaps, improve

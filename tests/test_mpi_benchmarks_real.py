@@ -1,6 +1,6 @@
 """The new benchmarks on a real MPI at 2 ranks (issue 4): Ring_tau, NBFT, bcast + flat gather, HighVolumePingPong.
 
-Each runs ``python -m commcost.cli.mpi_worker`` under the mpirun next to this
+Each runs ``python -m commcost.launch.mpi_worker`` under the mpirun next to this
 Python (or on PATH) with a few small points and a short budget per point; skipped
 when mpi4py or mpirun is missing. Timings are noisy on a shared machine, so
 only shapes and loose orderings are checked.
@@ -34,7 +34,7 @@ def _worker(csv: Path, *args: str, mca: tuple[tuple[str, str], ...] = (), timeou
         line.append("--allow-run-as-root")
     for k, v in mca:
         line += ["--mca", k, v]
-    cmd = [*line, sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv), *args]
+    cmd = [*line, sys.executable, "-m", "commcost.launch.mpi_worker", "--out", str(csv), *args]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
 

@@ -24,7 +24,7 @@ from typing import Iterator
 import pytest
 
 from commcost.calibration.plan import Run
-from commcost.cli.mpi_launch import channel_launchers, launch_line
+from commcost.launch.mpi_launch import channel_launchers, launch_line
 from commcost.errors import InputError
 from commcost.io.measurements import read_measurements
 from commcost.io.params_file import load_params

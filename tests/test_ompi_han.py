@@ -171,7 +171,7 @@ def test_mca_params_file_names_absolute_paths_and_no_trailing_comments(tmp_path)
 
 
 def test_open_mpi_default_is_han_on_several_nodes():
-    from commcost.cli.select_command import han_default
+    from commcost.workflows.select import han_default
 
     assert han_default(Collective.BCAST).algorithm is HAN
     assert han_default(Collective.REDUCE).algorithm.key == "ompi.han"

@@ -172,7 +172,7 @@ def _inner_ids(rules, algorithm, nprocs: int, nbytes: int) -> dict[str, int] | N
 def test_slurm_form_builds_one_node_two_node_and_full_lines(tmp_path, monkeypatch):
     """``tune --nodes N --ppn K``: srun lines, shm on one node, the network run with ranks alternating over
     two nodes (the ping-pong crosses them), the check on N x K ranks in blocks; bad combinations in one line."""
-    from commcost.cli.mpi_launch import slurm_lines
+    from commcost.launch.mpi_launch import slurm_lines
     from commcost.errors import InputError
 
     fake = tmp_path / "srun"

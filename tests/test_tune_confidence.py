@@ -15,7 +15,7 @@ from commcost.cli.calibrate_command import ALL_SIZES
 from commcost.io.measurements import Measurement, MeasurementStore
 
 def _mpi_missing() -> bool:
-    from commcost.cli.mpi_launch import find_mpirun
+    from commcost.launch.mpi_launch import find_mpirun
     from commcost.errors import InputError
 
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from commcost.cli.tune_files import withdraw_after_check, write_ompi_files
+from commcost.workflows.tune_files import withdraw_after_check, write_ompi_files
 from commcost.collectives import Collective, find
 from commcost.io.deployed_rules import DeployedRules
 from commcost.io.ompi_rules_read import read_ompi_rules

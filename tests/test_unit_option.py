@@ -60,7 +60,7 @@ def test_every_time_cell_is_in_the_unit_asked_for(argv, unit, capsys):
 
 
 def test_the_measuring_commands_tables_print_in_the_unit():
-    from commcost.cli.calibrate_progress import format_point as _format_point
+    from commcost.workflows.calibrate_progress import format_point as _format_point
     from commcost.cli.verify_command import render
     from commcost.io.measurements import Measurement
     from commcost.report.kernel_validation import KernelRun, render_validation

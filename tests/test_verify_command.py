@@ -209,7 +209,7 @@ def test_the_worker_refuses_ranks_without_the_parameter_file(tmp_path):
 
     cmd = [MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none", *(["--allow-run-as-root"] if os.geteuid() == 0
                                                                         else []),
-           sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(tmp_path / "v.csv"), "--channel", "any",
+           sys.executable, "-m", "commcost.launch.mpi_worker", "--out", str(tmp_path / "v.csv"), "--channel", "any",
            "--sizes", "8", "--calls", "bcast", "--algorithm", "rules", "--expect-env", "COMMCOST_NOT_SET=x"]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0

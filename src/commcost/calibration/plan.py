@@ -1,6 +1,6 @@
 """What a calibration measures: the benchmark points of each mpirun, as data (no MPI here).
 
-``commcost calibrate`` (the parent) and ``commcost.cli.mpi_worker`` (the
+``commcost calibrate`` (the parent) and ``commcost.launch.mpi_worker`` (the
 ranks) both build their points with :func:`run_points`, so the parent can
 count progress and the worker can skip points already stored. A point is
 the identifying part of a measurements row (docs/file-formats.md); how the

@@ -20,7 +20,7 @@ what a user deploys: an Open MPI rankfile per arrangement (MPI_Cart rank
 (the key of each sequentially launched rank for ``MPI_Comm_split``), a PNG
 of the arrangements coloured by group and ``arrangement.json``.
 ``--measure`` then runs the halo exchange for real (mpi4py,
-:mod:`commcost.cli.halo_worker`) under each rankfile, checks every rank ran
+:mod:`commcost.launch.halo_worker`) under each rankfile, checks every rank ran
 on the node its rankfile names, and prints measured against predicted
 ratios; each run's result is written as it is taken and reused when the
 command runs again.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from commcost.cli.options import add_unit_option
 from commcost.cli.registry import OutputFormat, command
-from commcost.cli.rankfile_runs import add_launch_options
+from commcost.cli.options import add_launch_options
 from commcost.errors import InputError
 
 
@@ -112,7 +112,7 @@ def process_groups(platform, bandwidths, level: str | None, ppn: int, source: Pa
 def _derived_bandwidths(args: argparse.Namespace, platform, hw: tuple[float, float]):
     """b_H and b_V between the groups of ``--level`` (default the innermost above nodes) from ``--bandwidths-from``'s
     model of ``--params`` (:mod:`commcost.partition.model_bandwidths`), at the message sizes ``hw``."""
-    from commcost.cli.options import strictness
+    from commcost.workflows.pricing import strictness
     from commcost.io.bandwidths_file import Bandwidths
     from commcost.io.params_file import load_params
     from commcost.models import MODELS
@@ -360,13 +360,13 @@ def _measure(args, out, arrangements, mappings, platform, domain, halo) -> dict:
     if args.value_bytes != 8:
         raise InputError("the measured halo exchange sends float64 values: expected --value-bytes 8",
                          where="--value-bytes")
-    from commcost.cli.rankfile_runs import RankfileRun, run_under_rankfiles
+    from commcost.launch.rankfile_runs import RankfileRun, run_under_rankfiles
 
     todo = {}
     for label in ("initial", "heuristic"):
         r, c = arrangements[label].shape
         local = [math.ceil(domain[0] / r), math.ceil(domain[1] / c), domain[2]]
-        program = ["commcost.cli.halo_worker", "--dims", f"{r}x{c}", "--local", "x".join(map(str, local)),
+        program = ["commcost.launch.halo_worker", "--dims", f"{r}x{c}", "--local", "x".join(map(str, local)),
                    "--halo", "x".join(map(str, halo)), "--steps", str(args.steps), "--repeat", str(args.repeat)]
         todo[label] = RankfileRun(Path(out["files"][f"{label} rankfile"]), program,
                                   args.out / f"measured_{label}.json",

@@ -1,6 +1,6 @@
 """``commcost calibrate``: measure the local machine's MPI, then fit Hockney, tau-Lop and paper 004's model.
 
-Runs ``python -m commcost.cli.mpi_worker`` under mpirun once per channel
+Runs ``python -m commcost.launch.mpi_worker`` under mpirun once per channel
 with the default transport (shared memory between ranks of one node) and
 with ``--mca btl tcp,self`` (TCP over loopback): ping-pong and Ring_tau by
 default, NBFT and HighVolumePingPong when asked; then, with ``bcast``, once
@@ -40,11 +40,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from commcost.calibration.plan import BENCHMARKS, COLLECTIVE_BENCHMARKS, DEFAULT_BENCHMARKS, MAX_CALIBRATION_RANKS, Run
-from commcost.cli.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
+from commcost.launch.mpi_launch import (CHANNELS, NETWORK_CHANNELS, STOP_S, channel_launchers, check_launch_line,
                                      find_mpirun, launch_line, launch_retrying, run_worker, worker_args)
 from commcost.cli.options import (add_format_option, add_unit_option, print_json, progress_stream, seconds_budget,
                                   wants_json)
-from commcost.cli.calibrate_progress import CalibrationProgress
+from commcost.workflows.calibrate_progress import CalibrationProgress
 from commcost.cli.registry import command
 from commcost.errors import InputError
 

@@ -39,7 +39,7 @@ def kernel_schedule(args: argparse.Namespace, part):
 
 def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> int:
     """Price a kernel on a partition; for hloggp also under paper 000's kernel rule."""
-    from commcost.cli.options import load_mapping, price_placed
+    from commcost.workflows.pricing import load_mapping, price_placed
     from commcost.closedform import hloggp_kernels
     from commcost.io.partition_file import read_partition
     from commcost.models import PlacedSchedule

@@ -22,10 +22,10 @@ to one model is seen under the others. ``--out DIR`` writes
 ``optimized.nodes`` (one node per rank: ``--mapping file:...`` for
 ``commcost predict``), the same two for the sequential placement, the
 schedule (``schedule.json``) and ``map.json``. ``--measure`` runs that
-schedule for real (:mod:`commcost.cli.kernel_worker`: every phase's
+schedule for real (:mod:`commcost.launch.kernel_worker`: every phase's
 transmissions as Isend/Irecv or Send, barrier-separated, max over ranks,
 median of ``--repeat`` runs) under both rankfiles
-(:mod:`commcost.cli.rankfile_runs`: every rank's host checked, results
+(:mod:`commcost.launch.rankfile_runs`: every rank's host checked, results
 reused) and prints measured against predicted ratios.
 """
 
@@ -37,16 +37,17 @@ import math
 from pathlib import Path
 
 from commcost.cli.collective_options import add_collective_options
-from commcost.cli.options import add_unit_option, model_from, seconds_budget
+from commcost.cli.options import add_unit_option, seconds_budget
+from commcost.workflows.pricing import model_from
 from commcost.cli.registry import OutputFormat, command
-from commcost.cli.rankfile_runs import add_launch_options
+from commcost.cli.options import add_launch_options
 from commcost.errors import InputError
 
 KERNELS = ("mpdata", "summa", "wave2d")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    from commcost.cli.options import collectives
+    from commcost.workflows.pricing import collectives
 
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--schedule", type=Path, help="schedule file (.json or .toml)")
@@ -249,7 +250,7 @@ def _starts(args: argparse.Namespace, schedule, platform, ppn: int, capacity, ow
 def _map(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from commcost.cli.options import strictness
+    from commcost.workflows.pricing import strictness
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
     from commcost.mapping import group_swaps, improve
@@ -383,15 +384,15 @@ def _write(out_dir: Path, platform, placements: dict, schedule) -> dict[str, str
 
 
 def _measure(args: argparse.Namespace, out: dict, platform, schedule, placements: dict) -> dict:
-    """Run the schedule (:mod:`commcost.cli.kernel_worker`) under the sequential and the optimized rankfile;
+    """Run the schedule (:mod:`commcost.launch.kernel_worker`) under the sequential and the optimized rankfile;
     the measured seconds and the measured and predicted sequential / optimized ratios."""
     import hashlib
 
-    from commcost.cli.rankfile_runs import RankfileRun, run_under_rankfiles
+    from commcost.launch.rankfile_runs import RankfileRun, run_under_rankfiles
 
     digest = hashlib.sha256(Path(out["files"]["schedule"]).read_bytes()).hexdigest()
     nodes = {label: [platform.nodes[n].name for n in placements[label]] for label in ("sequential", "optimized")}
-    program = ["commcost.cli.kernel_worker", "--schedule", str(Path(out["files"]["schedule"]).resolve()),
+    program = ["commcost.launch.kernel_worker", "--schedule", str(Path(out["files"]["schedule"]).resolve()),
                "--repeat", str(args.repeat)]
     todo = {label: RankfileRun(Path(out["files"][f"{label} rankfile"]), program,
                                args.out / f"measured_{label}.json",

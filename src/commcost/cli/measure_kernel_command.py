@@ -1,7 +1,7 @@
 """``commcost measure-kernel``: run a kernel's communication for real, compare with predictions (paper 000 sec. 5).
 
 For each configuration (a partition file, or P ranks of speeds 1..P on an
-N x N block matrix), ``python -m commcost.cli.kernel_worker`` runs under
+N x N block matrix), ``python -m commcost.launch.kernel_worker`` runs under
 mpirun on this machine and times every iteration as Algorithm 1 does
 (barrier, time, max over ranks, sum). The same kernel is priced under each
 model of ``--params`` on a one-node platform whose channel is ``--network``
@@ -18,9 +18,10 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
-from commcost.cli.options import (add_format_option, add_strict_option, add_unit_option, print_json,
-                                  progress_stream, seconds_budget, strictness, wants_json)
+from commcost.launch.mpi_launch import local_mpirun_line, run_rank_program
+from commcost.cli.options import (add_format_option, add_strict_option, add_unit_option, print_json, progress_stream,
+    seconds_budget, wants_json)
+from commcost.workflows.pricing import strictness
 from commcost.cli.registry import command
 from commcost.errors import InputError
 
@@ -136,7 +137,7 @@ def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: P
                result: Path) -> dict:
     """Run the kernel under mpirun; the worker's JSON (iteration times, their sum)."""
     line = local_mpirun_line(mpirun, nprocs, network)
-    line += [sys.executable, "-m", "commcost.cli.kernel_worker", "--kernel", args.kernel,
+    line += [sys.executable, "-m", "commcost.launch.kernel_worker", "--kernel", args.kernel,
              "--partition", str(partition), "--steps", str(args.steps), "--out", str(result)]
     return run_rank_program(line, result, args.timeout, source=str(partition))
 
@@ -144,7 +145,7 @@ def run_worker(args: argparse.Namespace, mpirun: str, network: str, partition: P
 @command("measure-kernel", "run SUMMA or Wave2D's communication with MPI and compare with predictions (paper 000)",
          _configure)
 def _measure_kernel(args: argparse.Namespace) -> int:
-    from commcost.cli.mpi_launch import find_mpirun
+    from commcost.launch.mpi_launch import find_mpirun
     from commcost.io.partition_file import read_partition
     from commcost.kernels import summa, wave2d
     from commcost.report.kernel_validation import KernelRun

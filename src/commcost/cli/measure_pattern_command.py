@@ -4,7 +4,7 @@ Issue 14 item 6, paper 001 section 5. For each level of the pattern
 (``--amg-levels``: every level of the matrix's classical AMG hierarchy) and
 each receive order (``--order in-order|reversed``: Irecvs posted by
 ascending source, or the reverse, paper 001's two queues),
-``python -m commcost.cli.pattern_worker`` runs the exchange under mpirun
+``python -m commcost.launch.pattern_worker`` runs the exchange under mpirun
 (Isend/Irecv, as the application would) and times ``--repeat`` runs, the
 slowest rank's time of each; the median is the measured cost. One launch
 times every level and order not yet measured (a launch costs seconds, a
@@ -91,7 +91,7 @@ def _worker_line(args: argparse.Namespace, mpirun: str | None,
                  jobs: list[tuple[int, str, Path]]) -> tuple[list[str], dict[str, str]]:
     """The launch line of one worker run that times every ``(level, order, result file)`` of ``jobs``."""
     env = dict(os.environ)
-    program = [sys.executable, "-m", "commcost.cli.pattern_worker", "--pattern", args.pattern,
+    program = [sys.executable, "-m", "commcost.launch.pattern_worker", "--pattern", args.pattern,
                "--matrix", str(args.matrix.resolve()), "--partition", args.partition,
                "--value-bytes", str(args.value_bytes), "--repeat", str(args.repeat)]
     for level, order, result in jobs:
@@ -102,7 +102,7 @@ def _worker_line(args: argparse.Namespace, mpirun: str | None,
         if args.network == "tcp":
             env["OMPI_MCA_btl"] = "tcp,self"
         return [*shlex.split(args.launcher), *program], env
-    from commcost.cli.mpi_launch import local_mpirun_line
+    from commcost.launch.mpi_launch import local_mpirun_line
 
     return [*local_mpirun_line(mpirun, args.procs, args.network), *program], env
 
@@ -127,9 +127,9 @@ def predict(schedule, platform, mapping, params, models: list[str], order: str) 
 @command("measure-pattern", "run a sparse kernel's irregular exchange with MPI and compare with predictions "
                             "(paper 001)", _configure)
 def _measure_pattern(args: argparse.Namespace) -> int:
-    from commcost.cli.mpi_launch import find_mpirun
+    from commcost.launch.mpi_launch import find_mpirun
     from commcost.cli.measure_kernel_command import MAX_LOCAL_RANKS, params_and_models, report_runs
-    from commcost.cli.mpi_launch import run_rank_program
+    from commcost.launch.mpi_launch import run_rank_program
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.report.kernel_validation import KernelRun
 

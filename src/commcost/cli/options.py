@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from commcost.errors import InputError
+from commcost.workflows.pricing import case_of
 
 if TYPE_CHECKING:
     from commcost.collectives import Case
-
-PAPER004 = "ompi_bcast_model"  # paper 004's model: whole algorithms, not schedules
-
 
 def add_format_option(p: argparse.ArgumentParser, json_help: str = "") -> None:
     """``--format table|json``: what the command prints (the JSON schemas are in docs/json-output.md)."""
@@ -109,91 +107,12 @@ def print_json(doc) -> None:
     print(json.dumps(doc, indent=2, default=plain))
 
 
-def model_from(params, name: str):
-    """The cost model ``name`` with the parameter file's section for it and its reduction tables (what a
-    command prices with; InputError, from the file, where the section is missing)."""
-    from commcost.models import MODELS
-
-    return MODELS[name](params.for_model(name)).with_reduction(params.reduction())
-
-
 def add_strict_option(p: argparse.ArgumentParser) -> None:
     """``--strict``: refuse parameter tables that break their model's constraints (default: load them as
     measured, with one warning per table)."""
     p.add_argument("--strict", action="store_true",
                    help="refuse tau-Lop tables that break the model's constraints (default: warn and load "
                         "them as measured; a file's [taulop] strict = true does the same)")
-
-
-def strictness(args: argparse.Namespace) -> bool | None:
-    """What ``--strict`` asks of ``load_params``: True to refuse, None to let the file decide (commands that
-    build their options without it, as tune does for select, leave it to the file)."""
-    return True if getattr(args, "strict", False) else None
-
-
-def collectives():
-    """Every collective, in the registry's order (for choices of options)."""
-    from commcost.collectives import Collective
-
-    return list(Collective)
-
-
-def load_mapping(args: argparse.Namespace, platform, spec, nprocs: int):
-    from commcost.io.mapping_spec import MappingKind, MappingSpec, parse_mapping_option
-
-    base_dir = args.platform.parent
-    where = "mapping"
-    if args.mapping:
-        try:
-            spec = parse_mapping_option(args.mapping)
-        except InputError as exc:
-            raise exc.located(where="--mapping") from None
-        base_dir, where = Path.cwd(), "--mapping"
-    elif getattr(args, "ppn", None) is not None:
-        if args.ppn < 1:
-            raise InputError(f"expected ranks per node >= 1, got {args.ppn}", where="--ppn")
-        most = max((node.type.cores + node.type.gpus for node in platform.nodes), default=args.ppn)
-        if args.ppn > most:  # more ranks than a node has cores: oversubscribed, not what the models price
-            raise InputError(f"expected --ppn <= {most}, the most ranks a node of {args.platform} runs (its cores "
-                             f"and GPUs), got {args.ppn}", where="--ppn")
-        spec, where = MappingSpec(MappingKind.SEQUENTIAL, ppn=args.ppn), "--ppn"
-    if spec is None:
-        raise InputError("the platform has no [mapping] section; expected one there, --mapping or --ppn",
-                         source=str(args.platform))
-    try:
-        return spec.build(platform, nprocs, base_dir)
-    except InputError as exc:
-        raise exc.located(source=str(args.platform) if where == "mapping" else None, where=where) from None
-
-
-def price_placed(args: argparse.Namespace, schedule, platform, mapping, model):
-    from commcost.models import PlacedSchedule
-
-    try:
-        placed = PlacedSchedule.of(schedule, platform, mapping)
-    except InputError as exc:
-        raise exc.located(source=str(args.platform)) from None
-    import numpy as np
-
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by finite_cost
-            cost = model.price(placed, explain=args.explain)
-    except InputError as exc:
-        raise exc.located(source=str(args.params)) from None
-    return finite_cost(cost, args)
-
-
-def finite_cost(cost, args: argparse.Namespace):
-    """``cost``, or an error naming the parameter file when its time is not a finite number: a parameter
-    near 0 that divides (a rate) or near 1e308 that multiplies (a time, a gap) makes inf or NaN, not a
-    prediction."""
-    import math
-
-    if not math.isfinite(cost.time_s):
-        raise InputError(f"the parameters give a time of {cost.time_s} s under {cost.model}; expected parameters "
-                         "that keep times finite (a rate near 0 or a time or gap near 1e308?)",
-                         source=str(args.params))
-    return cost
 
 
 def collective_case(args: argparse.Namespace) -> "Case":
@@ -208,24 +127,6 @@ def collective_case(args: argparse.Namespace) -> "Case":
     except InputError as exc:
         raise exc.located(where="--nbytes") from None
     return case_of(args.collective, args.procs, nbytes, args.root)
-
-
-def case_of(collective: str, nprocs: int, nbytes: int, root: int) -> "Case":
-    """A :class:`~commcost.collectives.Case`, its errors named by the option that set the field (``--root``)."""
-    from commcost.collectives import Case, Collective
-
-    try:
-        return Case(Collective(collective), nprocs, nbytes, root)
-    except InputError as exc:
-        raise InputError(exc.message, where=f"--{exc.where}" if exc.where else None) from None
-
-
-def given_params(algorithm, given: dict[str, int], every_algorithm: bool) -> dict[str, int]:
-    """The ``--param`` values ``algorithm`` is priced with: with ``--all-algorithms`` only those it has; for
-    one algorithm all of them (an unknown name is then its error)."""
-    if not every_algorithm:
-        return given
-    return {k: v for k, v in given.items() if any(p.name == k for p in algorithm.params)}
 
 
 def algorithm_params(items: list[str]) -> dict[str, int]:
@@ -245,48 +146,10 @@ def algorithm_params(items: list[str]) -> dict[str, int]:
     return values
 
 
-def selection_model(params) -> tuple[str | None, dict[str, list[str]]]:
-    """The model tune selects under, and the channels each fitted model covers: tau-Lop where Ring_tau
-    covered shm and a network channel, else Hockney where the ping-pong did, else None."""
-    from commcost.cli.mpi_launch import NETWORK_CHANNELS
-
-    fitted_channels = {}
-    for name in ("taulop", "hockney"):
-        if name in params.sections:
-            fitted = params.for_model(name)
-            fitted_channels[name] = sorted(fitted.tables if name == "taulop" else fitted.channels)
-    model = next((name for name, chans in fitted_channels.items()
-                  if "shm" in chans and any(c in chans for c in NETWORK_CHANNELS)), None)
-    return model, fitted_channels
-
-
-def paper004_pricer(params, mapping_of, root: int = 0):
-    """Paper 004's closed forms (eq. 1, 9-13) as a pricer (:mod:`commcost.selection.select`); algorithms the
-    paper does not model cost inf."""
-    import numpy as np
-
-    from commcost.closedform.ompi_bcast_model import MODELLED
-
-    def price(choice, nprocs, sizes, bound=None):
-        name = choice.algorithm.name
-        if choice.algorithm.library != "ompi" or name not in MODELLED:
-            return np.full(len(sizes), np.inf)
-        extra = {"fanout": choice.params["fanout"]} if name == "chain" else {}
-        return np.asarray(MODELLED[name](nprocs, np.asarray(sizes, dtype=np.float64), choice.params.get("segsize", 0),
-                                         mapping_of(nprocs), params, root=root, **extra), dtype=np.float64)
-    return price
-
-
-MAX_TRANSFERS = 16  # transfers per transmission: tau-Lop's channels have 1 (RDMA) to 3 (TCP: shm + net + shm)
-
-
-def transfer_counts(items: list[str]) -> dict[str, int]:
-    """``--transfers CHANNEL=K`` (repeatable): tau-Lop's transfers per transmission of a channel, 1 <= K <= 16."""
-    transfers: dict[str, int] = {}
-    for item in items:
-        name, _, k = item.partition("=")
-        if not name.strip() or not k.isdigit() or not 1 <= int(k) <= MAX_TRANSFERS:
-            raise InputError(f"expected CHANNEL=K with 1 <= K <= {MAX_TRANSFERS}, got {item[:60]!r}",
-                             where="--transfers")
-        transfers[name.strip()] = int(k)
-    return transfers
+def add_launch_options(p: argparse.ArgumentParser) -> None:
+    """``--launcher``, ``--mpirun`` and ``--timeout`` of a command's ``--measure``."""
+    p.add_argument("--launcher", help="with --measure: the mpirun line to place ranks with (no program; "
+                                      "default the embedded mpirun on this machine, -np P)")
+    p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
+    p.add_argument("--timeout", type=seconds_budget, default=300.0,
+                   help="with --measure: seconds per MPI run (default 300)")

@@ -45,7 +45,7 @@ def _postal(params):
 
 def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> int:
     """Price the pattern per level and print the table (or JSON), and the plot when asked."""
-    from commcost.cli.options import load_mapping
+    from commcost.workflows.pricing import load_mapping
     from commcost.kernels.sparse import pattern_levels, read_matrix
     from commcost.models import MODELS, PlacedSchedule
 

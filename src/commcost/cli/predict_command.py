@@ -7,9 +7,10 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import (PAPER004, add_format_option, add_html_option, add_strict_option, add_unit_option,
-                                  algorithm_params, case_of, collectives, given_params, load_mapping, model_from,
-                                  paper004_pricer, price_placed, print_json, strictness, wants_json)
+from commcost.cli.options import (add_format_option, add_html_option, add_strict_option, add_unit_option,
+    algorithm_params, print_json, wants_json)
+from commcost.workflows.pricing import (PAPER004, case_of, collectives, given_params, load_mapping, model_from,
+    paper004_pricer, price_placed, strictness)
 from commcost.cli.registry import OutputFormat, command
 from commcost.errors import InputError
 
@@ -101,7 +102,7 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
     from commcost.collectives import Collective, algorithms, build, find
     from commcost.report.cost_report import cost_to_dict, render_comparison, render_text
 
-    from commcost.cli.predict_sweep import sweep_points
+    from commcost.workflows.predict_sweep import sweep_points
 
     procs, sizes = sweep_points(args)
     given = algorithm_params(args.param)
@@ -176,8 +177,8 @@ def _predict_collective(args: argparse.Namespace, platform, spec, model, closed=
 
 def _predict_sweep(args: argparse.Namespace, platform, spec, model, closed, chosen, given, procs, sizes) -> int:
     """``--procs``/``--nbytes`` sweeps (or ``--format csv``): one row per point, as OSU prints
-    (:mod:`commcost.cli.predict_sweep`)."""
-    from commcost.cli.predict_sweep import price_sweep, print_sweep
+    (:mod:`commcost.workflows.predict_sweep`)."""
+    from commcost.workflows.predict_sweep import price_sweep, print_sweep
     from commcost.selection.select import schedule_pricer
 
     mappings: dict = {}

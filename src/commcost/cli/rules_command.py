@@ -17,7 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from commcost.cli.options import add_strict_option, add_unit_option, load_mapping, model_from, strictness
+from commcost.cli.options import add_strict_option, add_unit_option
+from commcost.workflows.pricing import load_mapping, model_from, strictness
 from commcost.cli.registry import OutputFormat, Parser, command
 from commcost.errors import InputError
 
@@ -145,7 +146,7 @@ def _pricer(args: argparse.Namespace):
         return None
     if not all(given):
         raise InputError("pricing a diff needs --params, --platform and --model together", where="--params")
-    from commcost.cli.select_command import finite_or_none
+    from commcost.workflows.select import finite_or_none
     from commcost.collectives import Collective
     from commcost.io.deployed_rules import fixed
     from commcost.io.ompi_rules import BLOCK_COLLECTIVES, choice_of_rule

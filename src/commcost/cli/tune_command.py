@@ -29,11 +29,12 @@ from pathlib import Path
 
 from commcost.calibration.disturbed import disturbed_warning
 from commcost.calibration.plan import TIMED_COLLECTIVES
-from commcost.cli.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
-from commcost.cli.options import (add_format_option, add_html_option, add_unit_option, progress_stream, seconds_budget,
-                                  selection_model, write_html)
+from commcost.launch.mpi_launch import NETWORK_CHANNELS, channel_launchers, check_launch_line, slurm_lines
+from commcost.cli.options import (add_format_option, add_html_option, add_unit_option, progress_stream,
+    seconds_budget, write_html)
+from commcost.workflows.pricing import selection_model
 from commcost.cli.registry import command, run_command
-from commcost.cli.tune_files import withdraw_after_check
+from commcost.workflows.tune_files import withdraw_after_check
 from commcost.errors import InputError
 
 VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.15, 15.0, 120.0  # the measured check's share of the budget
@@ -165,15 +166,15 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _check_decision_values(args: argparse.Namespace) -> None:
     """Parse ``--segsizes`` and han's ``--han-segsizes`` (one line naming the option where they are wrong)."""
-    from commcost.cli.select_command import variables
-    from commcost.cli.tune_selection import han_decision_values
+    from commcost.workflows.select import variables
+    from commcost.workflows.tune_selection import han_decision_values
 
     variables(argparse.Namespace(segsizes=args.segsizes, fanouts="", radixes=""))
     han_decision_values(args)
 
 
 def _tune_steps(args: argparse.Namespace) -> int:
-    from commcost.cli.grid_options import parse_points
+    from commcost.workflows.grid import parse_points
     from commcost.collectives import Collective
     from commcost.io.params_file import load_params
 
@@ -311,7 +312,7 @@ def _select_and_write(args, collectives, procs, sizes, model: str, params, param
                       calibration: dict, share, channels, started: float, measured_path: Path):
     """Steps 2 and 3 of tune: select per collective and library, write the rules files and print the report;
     returns (files written, the mca-params text or None, the confidence per selection)."""
-    from commcost.cli.tune_selection import select_one
+    from commcost.workflows.tune_selection import select_one
     from commcost.collectives import algorithms
 
     print(f"[2/4] selecting under {model} for {', '.join(c.value for c in collectives)}: P {args.select_procs}, "
@@ -332,7 +333,7 @@ def _select_and_write(args, collectives, procs, sizes, model: str, params, param
                 reports.append(text)
                 if han_config is not None:
                     han_configs.append(han_config)
-    from commcost.cli.tune_files import write_ompi_files
+    from commcost.workflows.tune_files import write_ompi_files
     from commcost.io.han_rules import env_lines
 
     provenance = provenance_lines(params, params_path, model, args.ppn)
@@ -372,8 +373,8 @@ def _tune_from_measurements(args, collectives, procs, sizes, started: float) -> 
     """tune on measurements a site already has: Hockney fitted to the forced collective algorithms of
     ``--from-measurements`` (:func:`commcost.cli.fit_command.fit_collective_rows`), then select and the files
     as after a calibration; the measured check only with ``--verify-launcher``."""
-    from commcost.cli.fit_command import collective_fit_sections, fit_collective_rows
-    from commcost.cli.tune_selection import cross_validated_strategies
+    from commcost.workflows.fit import collective_fit_sections, fit_collective_rows
+    from commcost.workflows.tune_selection import cross_validated_strategies
     from commcost.io.measurements import read_measurements
     from commcost.io.params_file import load_params, write_params
     from commcost.io.platform_file import load_platform

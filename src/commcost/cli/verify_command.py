@@ -163,7 +163,7 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> tupl
     launches, and those the budget left no time to start (a busy machine's launches take longer than their
     share: the rounds measured stand)."""
     from commcost.calibration.plan import Run
-    from commcost.cli.mpi_launch import find_mpirun, launch_line, launch_retrying, run_worker, worker_args
+    from commcost.launch.mpi_launch import find_mpirun, launch_line, launch_retrying, run_worker, worker_args
     from commcost.io.measurements import read_measurements
 
     mpirun = None if args.launcher else find_mpirun(args.mpirun)
@@ -221,8 +221,8 @@ def _measure(args, rules, procs: list[int], plans: dict, csv_path: Path) -> tupl
 def _pricer(rules_dir: Path, collective, nprocs: int):
     """A pricer under the parameters and platform tune wrote into ``rules_dir`` (None without them), with the
     platform's nodes of the mapping for ``nprocs`` ranks."""
-    from commcost.cli.select_command import make_pricer
-    from commcost.cli.options import selection_model
+    from commcost.workflows.select import make_pricer
+    from commcost.workflows.pricing import selection_model
     from commcost.io.params_file import load_params
 
     params, platform = rules_dir / "params.toml", rules_dir / "platform.toml"
@@ -406,7 +406,7 @@ def _page(args: argparse.Namespace, report: dict, conf: Path):
          _configure)
 def _verify(args: argparse.Namespace) -> int:
     from commcost.calibration.plan import MAX_CALIBRATION_RANKS
-    from commcost.cli.grid_options import parse_points
+    from commcost.workflows.grid import parse_points
     from commcost.io.deployed_rules import DeployedRules
     from commcost.io.params_file import load_params
 

@@ -2,7 +2,7 @@
 
 ::
 
-    mpirun -np 4 python -m commcost.cli.pattern_worker --pattern spmv --matrix A.mtx \
+    mpirun -np 4 python -m commcost.launch.pattern_worker --pattern spmv --matrix A.mtx \
         --job 0 in-order L0_in.json --job 0 reversed L0_rev.json
 
 Every rank rebuilds the same pattern (:func:`commcost.kernels.sparse.pattern_levels`
@@ -21,11 +21,11 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.rank_errors import run_or_abort
+from commcost.launch.rank_errors import run_or_abort
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="commcost.cli.pattern_worker")
+    p = argparse.ArgumentParser(prog="commcost.launch.pattern_worker")
     p.add_argument("--pattern", required=True, choices=("spmv", "spgemm"))
     p.add_argument("--matrix", required=True, type=Path)
     p.add_argument("--amg-levels", action="store_true")

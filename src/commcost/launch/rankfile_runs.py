@@ -19,7 +19,6 @@ through a copy under a name free of ``pe`` where needed.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shlex
@@ -27,17 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from commcost.cli.options import seconds_budget
 from commcost.errors import InputError
-
-
-def add_launch_options(p: argparse.ArgumentParser) -> None:
-    """``--launcher``, ``--mpirun`` and ``--timeout`` of a command's ``--measure``."""
-    p.add_argument("--launcher", help="with --measure: the mpirun line to place ranks with (no program; "
-                                      "default the embedded mpirun on this machine, -np P)")
-    p.add_argument("--mpirun", help="mpirun to use (default: next to this Python, then on PATH)")
-    p.add_argument("--timeout", type=seconds_budget, default=300.0,
-                   help="with --measure: seconds per MPI run (default 300)")
 
 
 def safe_rankfile_name(rankfile: Path) -> str:
@@ -66,8 +55,8 @@ class RankfileRun:
 def run_under_rankfiles(runs: dict[str, RankfileRun], *, nprocs: int, launcher: str | None, mpirun: str | None,
                         timeout: float, command: str) -> dict[str, dict]:
     """Each run's JSON result by label (reused when written before for the same ``wanted``)."""
-    from commcost.cli.mpi_launch import find_mpirun
-    from commcost.cli.mpi_launch import local_mpirun_line, run_rank_program
+    from commcost.launch.mpi_launch import find_mpirun
+    from commcost.launch.mpi_launch import local_mpirun_line, run_rank_program
 
     out = {}
     for label, run in runs.items():

@@ -3,7 +3,7 @@
 ::
 
     mpirun -np 4 --map-by rankfile:file=arranged.rankfile \\
-        python -m commcost.cli.halo_worker --dims 2x2 --local 256x256x64 --halo 1x1 --out t.json
+        python -m commcost.launch.halo_worker --dims 2x2 --local 256x256x64 --halo 1x1 --out t.json
 
 The grid is a periodic MPI_Cart of ``--dims`` made without reordering, so
 the launcher's placement (a rankfile written by ``commcost arrange``) is
@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.rank_errors import run_or_abort
+from commcost.launch.rank_errors import run_or_abort
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -28,7 +28,7 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="commcost.cli.halo_worker")
+    p = argparse.ArgumentParser(prog="commcost.launch.halo_worker")
     p.add_argument("--dims", required=True, type=_ints, help="R x C process grid")
     p.add_argument("--local", required=True, type=_ints, help="nB x mB x l points per process")
     p.add_argument("--halo", default=(1, 1), type=_ints, help="ihalo x jhalo")

@@ -2,8 +2,8 @@
 
 ::
 
-    mpirun -np 4 python -m commcost.cli.kernel_worker --kernel summa --partition part.txt --out t.json
-    mpirun -np 4 python -m commcost.cli.kernel_worker --schedule s.json --repeat 5 --out t.json
+    mpirun -np 4 python -m commcost.launch.kernel_worker --kernel summa --partition part.txt --out t.json
+    mpirun -np 4 python -m commcost.launch.kernel_worker --schedule s.json --repeat 5 --out t.json
 
 Rank 0 writes ``{"kernel", "nprocs", "iterations_s": [t_0, ...], "time_s"}``
 (paper 000 Algorithm 1: barrier, time each iteration's communication, max
@@ -21,11 +21,11 @@ import json
 import sys
 from pathlib import Path
 
-from commcost.cli.rank_errors import run_or_abort
+from commcost.launch.rank_errors import run_or_abort
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="commcost.cli.kernel_worker")
+    p = argparse.ArgumentParser(prog="commcost.launch.kernel_worker")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--kernel", choices=("summa", "wave2d"))
     what.add_argument("--schedule", type=Path, help="a schedule file of phases (no dependencies)")

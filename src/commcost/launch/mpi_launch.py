@@ -151,9 +151,9 @@ def run_rank_program(line: list[str], result: Path, timeout: float, what: str = 
 
 def worker_args(csv_path: Path, channel: str, label: str, sizes, deadline_s: float, run: int = 0) -> list[str]:
     """The worker's command (after the launcher) up to its benchmarks: this Python running
-    :mod:`commcost.cli.mpi_worker` into ``csv_path`` within ``deadline_s`` seconds of measuring, its rows
+    :mod:`commcost.launch.mpi_worker` into ``csv_path`` within ``deadline_s`` seconds of measuring, its rows
     numbered ``run``."""
-    return [sys.executable, "-m", "commcost.cli.mpi_worker", "--out", str(csv_path), "--channel", channel,
+    return [sys.executable, "-m", "commcost.launch.mpi_worker", "--out", str(csv_path), "--channel", channel,
             "--algorithm", label, "--sizes", ",".join(map(str, sizes)), "--deadline-s", f"{deadline_s:.3f}",
             "--point-budget", f"{max(deadline_s / 2, 0.05):.3f}", "--min-reps", "20",
             *(["--run", str(run)] if run else [])]

@@ -2,7 +2,7 @@
 
 ::
 
-    mpirun -np 2 python -m commcost.cli.mpi_worker --out m.csv --channel shm \\
+    mpirun -np 2 python -m commcost.launch.mpi_worker --out m.csv --channel shm \\
         --benchmarks pingpong,ringtau --sizes 1,4,16 --deadline-s 20
 
 Rank 0 opens the measurements store, drops the points already stored (so a
@@ -27,11 +27,11 @@ import socket
 import sys
 import time
 
-from commcost.cli.rank_errors import run_or_abort
+from commcost.launch.rank_errors import run_or_abort
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="commcost.cli.mpi_worker")
+    p = argparse.ArgumentParser(prog="commcost.launch.mpi_worker")
     p.add_argument("--out", required=True, help="measurements CSV to append to")
     p.add_argument("--channel", required=True, help="channel name to record (shm, tcp, ...)")
     p.add_argument("--benchmarks", default="pingpong", help="comma-separated: pingpong,ringtau,nbft,bcast,hvpp,crossing,reduction,"

@@ -23,7 +23,7 @@ import json
 import math
 import sys
 
-from commcost.cli.grid_options import parse_points
+from commcost.workflows.grid import parse_points
 from commcost.errors import InputError
 from commcost.units import TIME_UNITS
 
@@ -50,7 +50,7 @@ def price_sweep(args: argparse.Namespace, chosen, given: dict[str, int], procs: 
                 mapping_of, price) -> tuple[list[dict], list[str]]:
     """Every chosen algorithm at every (P, size): rows ``{procs, nbytes, times_s: {key: seconds or None}}``
     and the notes on what was not priced (None where the library does not run it)."""
-    from commcost.cli.options import case_of, given_params
+    from commcost.workflows.pricing import case_of, given_params
     from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
     from commcost.selection.decision import Choice
 

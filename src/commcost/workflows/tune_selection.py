@@ -17,7 +17,8 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     Open MPI's default kept where the predicted gain is under ``--min-gain``; returns (the Selection to
     write, report text, the per-point confidence for report.json, the HTML report's view of it, the han
     configuration chosen or None)."""
-    from commcost.cli.select_command import finite_or_none, predicted_penalty, make_pricer, ompi_default_times, variables
+    from commcost.workflows.select import (finite_or_none, predicted_penalty, make_pricer, ompi_default_times,
+        variables)
     from commcost.report.selection_map import plot_map
     from commcost.report.selection_report import render_penalties, render_rules
     from commcost.selection.confidence import margins, region_counts, regions
@@ -112,7 +113,7 @@ def _as_cross_validated(result, selection, kept, strategy, pick, source: str):
     rule at all where the library's default won, the best constant algorithm everywhere where it did, the
     model's picks otherwise; returns (selection, the [p, m] mask of points with no rule, a line for the
     report)."""
-    from commcost.cli.evaluate_command import strategy_line
+    from commcost.workflows.evaluate import strategy_line
     from commcost.selection.decision import compress
     from commcost.selection.select import picks_or_default
 
@@ -135,11 +136,11 @@ def _as_cross_validated(result, selection, kept, strategy, pick, source: str):
 def cross_validated_strategies(args, collectives, platform, rows, whole=None) -> dict:
     """Per collective, the way of choosing forward cross-validation over the measured P keeps (model,
     anchored, best constant or Open MPI's default) and its pick function
-    (:func:`commcost.cli.evaluate_command.strategy_for`), the ranks placed in blocks of what the rows ran;
+    (:func:`commcost.workflows.evaluate.strategy_for`), the ranks placed in blocks of what the rows ran;
     ``whole``: the fit of every row, already made."""
     from collections import Counter
 
-    from commcost.cli.evaluate_command import RowFits, most_common, strategy_for, strategy_line
+    from commcost.workflows.evaluate import RowFits, most_common, strategy_for, strategy_line
     from commcost.platform import Mapping
 
     out = {}
@@ -171,7 +172,7 @@ def cross_validated_strategies(args, collectives, platform, rows, whole=None) ->
 def han_decision_values(args) -> dict[str, list[int]]:
     """The values of han's global tunables to try (``--han-segsizes``, ``--han-modules``); {} keeps han's
     defaults."""
-    from commcost.cli.grid_options import parse_points
+    from commcost.workflows.grid import parse_points
 
     out: dict[str, list[int]] = {}
     text = getattr(args, "han_segsizes", "") or ""

@@ -1,0 +1,1 @@
+"""The public API (filled in below)."""
