@@ -54,7 +54,7 @@ from typing import Callable
 
 import numpy as np
 
-from commcost.cli.arrange_command import process_groups
+from commcost.workflows.arrange import process_groups
 from commcost.io.bandwidths_file import load_bandwidths
 from commcost.io.platform_file import load_platform
 from commcost.io.scotch_files import grid_adjacency, grid_graph_text, read_mapping, target_graph_text

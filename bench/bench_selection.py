@@ -46,7 +46,7 @@ def best_of(runs: int, fn):
 
 
 def main() -> None:
-    from commcost.cli.select_command import paper004_pricer
+    from commcost.workflows.pricing import paper004_pricer
 
     params = load_params(ROOT / "examples" / "params" / "illustrative.toml")
     model = TauLop(params.for_model("taulop"))

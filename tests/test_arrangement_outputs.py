@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commcost.cli.arrange_command import _disagreements
+from commcost.workflows.arrange import _disagreements
 from commcost.cli.main import main
 from commcost.io.mapping_file import reorder_text
 from commcost.kernels.mpdata import cart_neighbours, halo_schedule

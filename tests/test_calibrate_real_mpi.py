@@ -22,7 +22,7 @@ import pytest
 import numpy as np
 
 from commcost.calibration.plan import BENCHMARKS, DEFAULT_BENCHMARKS, plan_runs, row_ident
-from commcost.cli.calibrate_command import ALL_SIZES, plan_sizes, sizes_for_budget
+from commcost.workflows.calibrate_plan import ALL_SIZES, plan_sizes, sizes_for_budget
 from commcost.launch.mpi_launch import CHANNELS
 from commcost.cli.main import main
 from commcost.io.measurements import measurement_columns, read_measurements

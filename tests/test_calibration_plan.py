@@ -187,7 +187,7 @@ def test_fit_times_prefers_the_median():
 
 
 def test_a_small_budget_goes_to_the_leading_runs():
-    from commcost.cli.calibrate_command import MIN_RUN_S, STARTUP_S, _share
+    from commcost.workflows.calibrate_plan import MIN_RUN_S, STARTUP_S, share as _share
 
     runs = plan_runs(("pingpong", "bcast"), ("shm", "tcp"))
     points = {r: r.points(2, [1, 64]) for r in runs}

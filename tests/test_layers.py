@@ -110,3 +110,39 @@ def test_every_module_that_starts_mpi_ranks_runs_in_the_one_at_a_time_group():
     assert launching - conftest.REAL_MPI_MODULES == set()
     assert {m for m in conftest.REAL_MPI_MODULES if not (tests / f"{m}.py").is_file()} == set()
     assert conftest.TWO_NODE_MODULES <= conftest.REAL_MPI_MODULES
+
+
+CLI = PACKAGE / "cli"
+CLI_MAX_LINES = 3500  # issue 39: the command line parses and calls the workflows; it does not do the work
+CLI_MAX_FUNCTION_LINES = 60
+
+
+def test_nothing_outside_the_command_line_imports_it():
+    """Issue 39: the workflows and the API sit below cli/; an import of commcost.cli anywhere else (inside a
+    function too) would run a layer back up. ``__main__`` starts the command line, and may."""
+    importers = []
+    for path in PACKAGE.rglob("*.py"):
+        if CLI in path.parents or path.name == "__main__.py" and path.parent == PACKAGE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "commcost.cli" or n.startswith("commcost.cli.") for n in names):
+                importers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not importers, f"modules below cli/ that import it: {importers}"
+
+
+def test_the_command_line_is_a_thin_layer():
+    """Issue 39: cli/ under 3,500 lines in all, and no function in it longer than 60 lines (the work is in
+    commcost.workflows)."""
+    total, long = 0, []
+    for path in sorted(CLI.glob("*.py")):
+        text = path.read_text()
+        total += len(text.splitlines())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > CLI_MAX_FUNCTION_LINES:
+                    long.append(f"{path.name}:{node.name} ({length} lines)")
+    assert total < CLI_MAX_LINES, f"cli/ has {total} lines"
+    assert not long, f"functions in cli/ over {CLI_MAX_FUNCTION_LINES} lines: {long}"

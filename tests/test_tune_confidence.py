@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from commcost.cli.calibrate_command import ALL_SIZES
+from commcost.workflows.calibrate_plan import ALL_SIZES
 from commcost.io.measurements import Measurement, MeasurementStore
 
 def _mpi_missing() -> bool:

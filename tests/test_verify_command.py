@@ -10,7 +10,9 @@ import time
 import pytest
 
 from commcost.cli.main import main
-from commcost.cli.verify_command import environments, render, summary
+from commcost.cli.verify_command import render
+from commcost.workflows.verify_launch import environments
+from commcost.workflows.verify_results import summary
 from commcost.collectives import Collective, find
 from commcost.io.han_rules import mca_params_text
 from commcost.io.ompi_rules import write_ompi_rules
@@ -30,7 +32,7 @@ def _point(default_s, rules_s, same=False, predicted=None, ci=0.01):
 
 
 def test_a_side_over_launches_is_the_median_and_its_spread_is_noise():
-    from commcost.cli.verify_command import _side
+    from commcost.workflows.verify_results import _side
     from commcost.io.measurements import Measurement
 
     def row(run, median, ci=0.01):
@@ -46,7 +48,7 @@ def test_a_side_over_launches_is_the_median_and_its_spread_is_noise():
 
 
 def test_a_verdict_needs_the_gain_beyond_the_cis_and_the_launches_apart():
-    from commcost.cli.verify_command import verdict
+    from commcost.workflows.verify_results import verdict
 
     def entry(default, rules, ci=0.01):
         d, r = sorted(default)[len(default) // 2], sorted(rules)[len(rules) // 2]
@@ -179,7 +181,7 @@ def test_open_mpi_reads_the_rules_side_parameter_files(tmp_path):
     import sys
     from pathlib import Path
 
-    from commcost.cli.verify_command import system_param_file
+    from commcost.workflows.verify_launch import system_param_file
 
     ompi_info = Path(sys.executable).parent / "ompi_info"
     if not ompi_info.is_file():

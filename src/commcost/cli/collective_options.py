@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from commcost.cli.options import algorithm_params, collective_case
-from commcost.errors import InputError
+from commcost.workflows.pricing import collective_schedule  # noqa: F401  (the commands that take these options build with it)
 
 
 def add_collective_options(p: argparse.ArgumentParser) -> None:
@@ -20,24 +19,3 @@ def add_collective_options(p: argparse.ArgumentParser) -> None:
                       help="algorithm parameter, e.g. segsize=8KiB, fanout=2, radix=4 (repeatable)")
 
 
-def collective_schedule(args: argparse.Namespace):
-    """The algorithm ``--algorithm`` names and its schedule for the case the options name; errors name the
-    option."""
-    from commcost.collectives import build, find
-    from commcost.collectives.recorder import ScheduleTooLarge
-
-    case = collective_case(args)
-    if not args.algorithm:
-        raise InputError("--collective needs --algorithm NAME", where="--algorithm")
-    try:
-        algorithm = find(case.collective, args.algorithm)
-    except InputError as exc:
-        raise exc.located(where="--algorithm") from None
-    given = algorithm_params(args.param)
-    try:
-        return algorithm, build(algorithm, case, given).schedule
-    except ScheduleTooLarge as exc:
-        raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
-    except InputError as exc:
-        where = f"--{exc.where}" if exc.where in ("procs", "root") else f"--param {exc.where}" if exc.where else None
-        raise InputError(exc.message, where=where) from None

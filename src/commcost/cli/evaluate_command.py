@@ -14,10 +14,8 @@ from pathlib import Path
 
 from commcost.cli.options import add_html_option, add_strict_option, add_unit_option, write_html
 from commcost.cli.registry import command
-from commcost.errors import InputError
-from commcost.workflows.pricing import model_from
-from commcost.workflows.evaluate import (choice_label, cross_validated, measured_table, most_common, strategy_line,
-                                        trained_params)
+from commcost.workflows.evaluate import EvaluateOptions, Evaluation, choice_label, evaluate_selection, strategy_line
+from commcost.workflows.options import from_namespace
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -48,8 +46,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     add_html_option(p)
 
 
-def _page(args: argparse.Namespace, collective, label: str, result, scores, names, totals, nchoices: int,
-          strategy=None):
+def _page(args: argparse.Namespace, evaluation: Evaluation):
     """``--html``: the penalties, the model's picks beside the measured best on a map, and every point."""
     from commcost.report.html_page import HtmlPage
     from commcost.report.provenance import run_provenance
@@ -57,18 +54,21 @@ def _page(args: argparse.Namespace, collective, label: str, result, scores, name
     from commcost.report.selection_page import PENALTY_HEADERS, add_cross_validation, penalty_rows
     from commcost.units import format_nbytes
 
+    collective, result, scores, names = evaluation.collective, evaluation.result, evaluation.scores, evaluation.names
+    strategy = evaluation.strategy
     page = HtmlPage(f"commcost evaluate-selection: {collective.value}",
                     run_provenance(getattr(args, "argv", None),
                                    {"train": args.train, "test": args.test, "platform": args.platform}))
     page.section("Penalty against the measured best")
     page.paragraph(f"Selection by {args.model} fitted on {args.train.name}, scored on {args.test.name}: "
-                   f"{len(scores)} points, {nchoices} algorithms measured (paper 004 Table 3).")
-    page.table(PENALTY_HEADERS, penalty_rows(totals))
+                   f"{len(scores)} points, {evaluation.nchoices} algorithms measured (paper 004 Table 3).")
+    page.table(PENALTY_HEADERS, penalty_rows(evaluation.totals))
     add_cross_validation(page, {collective.value: None if strategy is None else strategy.to_dict()})
     procs, sizes = list(result.procs), list(result.sizes)
     best = {(s.nprocs, s.nbytes): s.best for s in scores}
     measured = [[best.get((p, m)) for m in sizes] for p in procs]
-    page.figure(figure_png(map_figure(procs, sizes, result.chosen, f"{collective.value}: {label} and the measured best",
+    page.figure(figure_png(map_figure(procs, sizes, result.chosen,
+                                      f"{collective.value}: {evaluation.label} and the measured best",
                                       size_title=collective.size_meaning, default=measured,
                                       default_title="measured best", none_label="(not measured)")),
                 "Left: the model's pick; right: the algorithm measured fastest. Same colour and marker, same "
@@ -84,93 +84,25 @@ def _page(args: argparse.Namespace, collective, label: str, result, scores, name
 @command("evaluate-selection", "fit on one measurements table and score the model's selection on another",
          _configure)
 def _evaluate(args: argparse.Namespace) -> int:
-    from commcost.workflows.pricing import load_mapping
-    from commcost.collectives import Collective
-    from commcost.io.measurements import read_measurements
-    from commcost.io.platform_file import load_platform
+    evaluation = evaluate_selection(from_namespace(EvaluateOptions, args))
+    if args.html:
+        write_html(args, _page(args, evaluation))
+    if args.format == "json":
+        print(json.dumps(evaluation.to_dict(), indent=2))
+        return 0
+    _print_table(evaluation, args.unit)
+    return 0
+
+
+def _print_table(evaluation: Evaluation, unit: str) -> None:
+    """Every point's measured best and each strategy's pick and penalty, the summary, the cross-validated
+    strategy and the in-sample fit of the collective's algorithms."""
     from commcost.report.selection_report import render_penalties
-    from commcost.selection.evaluate import best_single, penalties, summary
-    from commcost.selection.ompi_fixed import as_choice, decide
-    from commcost.selection.select import schedule_pricer, select
     from commcost.units import format_nbytes, format_seconds
 
-    try:
-        collective = Collective(args.collective)
-    except ValueError:
-        raise InputError(f"expected one of {[c.value for c in Collective]}, got {args.collective!r}",
-                         where="--collective") from None
-    measured, measured_default = measured_table(args.test, collective, args.library, low=args.test_min_procs)
-    params = trained_params(args)
-    try:
-        model = model_from(params, args.model)
-    except InputError as exc:
-        raise exc.located(source=str(args.train)) from None
-    platform, spec = load_platform(args.platform)
-    procs = sorted({p for p, _ in measured})
-    sizes = sorted({n for _, n in measured})
-    choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
-    tested = read_measurements(args.test)
-    statistic = most_common(tested, collective, "rank_statistic", "max")  # what the test rows hold (OSU: mean)
-    price = schedule_pricer(model, platform, lambda n: load_mapping(args, platform, spec, n), args.root, statistic,
-                            element_bytes=most_common(tested, collective, "element_size", 1))
-    if args.algorithm_fit:
-        from commcost.workflows.select import with_algorithm_fits
-
-        if args.train.suffix.lower() != ".toml" and not args.from_collectives:
-            raise InputError("per-algorithm fits come from a parameter file or --from-collectives; expected "
-                             "--train PARAMS.toml", where="--algorithm-fit")
-        from commcost.io.params_file import ALGORITHM_FIT
-
-        scaled = True
-        if args.from_collectives and not params.sections.get(ALGORITHM_FIT, {}).get(collective.value):
-            scaled = False  # cross-validation over P kept no per-algorithm scale for this collective
-        else:
-            price = with_algorithm_fits(argparse.Namespace(collective=collective.value, model=args.model,
-                                                            params=args.train), params, price)
-    result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-
-    def ompi_default(nprocs: int, nbytes: int):
-        if args.library != "ompi":
-            return None
-        return as_choice(decide(collective, nprocs, nbytes))
-
-    how = ""
-    if args.algorithm_fit:
-        how = ", fitted per algorithm" if scaled else ", per-algorithm scale not kept by cross-validation"
-    label = f"model-based ({args.model}{how})"
-    strategies = {label: result.selection.choice, "Open MPI fixed decision": ompi_default}
-    if args.train.suffix.lower() != ".toml":  # the one algorithm a site tuned on the training rows would keep
-        try:
-            trained_best = best_single(measured_table(args.train, collective, args.library,
-                                                      high=args.train_max_procs)[0])
-        except InputError:
-            trained_best = None
-        if trained_best is not None:
-            strategies[f"best single on train ({trained_best.label})"] = lambda nprocs, nbytes: trained_best
-    timed = {"Open MPI default (measured)": measured_default} if measured_default else {}
-    mapping_of = lambda n: load_mapping(args, platform, spec, n)  # noqa: E731
-    strategy, strategy_pick = cross_validated(args, collective, platform, mapping_of, choices, statistic)
-    if strategy is not None and strategy_pick is not None and measured_default:
-        cv_label = f"commcost, cross-validated ({strategy.chosen})"
-        timed[cv_label] = {pt: (measured_default.get(pt, float("nan")) if (pick := strategy_pick(*pt)) is None
-                                else times.get(pick, float("nan"))) for pt, times in measured.items()}
-    scores = penalties(measured, strategies, timed)
-    names = [*strategies, *timed, "best single algorithm"]
-    totals = {name: summary(scores, name) for name in names}
-    if args.html:
-        write_html(args, _page(args, collective, label, result, scores, names, totals, len(choices), strategy))
-    if args.format == "json":
-        print(json.dumps({
-            "collective": collective.value, "model": args.model, "train": str(args.train), "test": str(args.test),
-            "train_max_procs": args.train_max_procs, "test_min_procs": args.test_min_procs,
-            "statistic": statistic, "fit": getattr(args, "fit_summary", None), "summary": totals,
-            "strategy": None if strategy is None else strategy.to_dict(),
-            "points": [{"nprocs": s.nprocs, "nbytes": s.nbytes, "best": s.best.label, "best_time_s": s.best_time_s,
-                        "picks": {k: {"choice": choice_label(c), "time_s": t, "penalty_pct": pen}
-                                  for k, (c, t, pen) in s.picks.items()}} for s in scores]}, indent=2))
-        return 0
-    print(f"{collective.value}: selection by {args.model} fitted on {args.train}, scored on {args.test} "
-          f"({len(scores)} points, {len(choices)} algorithms measured)\n")
+    o, collective, scores, names = evaluation.options, evaluation.collective, evaluation.scores, evaluation.names
+    print(f"{collective.value}: selection by {o.model} fitted on {o.train}, scored on {o.test} "
+          f"({len(scores)} points, {evaluation.nchoices} algorithms measured)\n")
     head = f"  {'P':>5} {'n':>9}  {'measured best':<26}" + "".join(f" {n[:24]:<32}" for n in names)
     print(head)
     for s in scores:
@@ -180,16 +112,15 @@ def _evaluate(args: argparse.Namespace) -> int:
             label = choice_label(choice) or "-"
             cells.append(f" {label[:22]:<22} {pen:>+7.1f}%" if pen == pen else f" {label[:22]:<22} {'n/a':>8}")
         print(f"  {s.nprocs:>5} {format_nbytes(s.nbytes):>9}  {s.best.label[:14]:<14} "
-              f"{format_seconds(s.best_time_s, args.unit):>11}" + " ".join(cells))
+              f"{format_seconds(s.best_time_s, unit):>11}" + " ".join(cells))
     print()
-    print(render_penalties(totals, "penalty against the measured best (paper 004 Table 3):"))
-    if strategy is not None:
-        print("\n" + strategy_line(strategy))
-    fitted = (getattr(args, "fit_summary", None) or {}).get("per_algorithm", {})
+    print(render_penalties(evaluation.totals, "penalty against the measured best (paper 004 Table 3):"))
+    if evaluation.strategy is not None:
+        print("\n" + strategy_line(evaluation.strategy))
+    fitted = (evaluation.fit_summary or {}).get("per_algorithm", {})
     mine = {k: v for k, v in fitted.items() if k.split(".")[0] == collective.value}
     if mine:
-        print(f"\nin-sample fit of the {collective.value} algorithms (the {statistic} over ranks the rows hold): "
-              "measured / model, median |error|")
+        print(f"\nin-sample fit of the {collective.value} algorithms (the {evaluation.statistic} over ranks the rows "
+              "hold): measured / model, median |error|")
         for name, row in sorted(mine.items()):
             print(f"  {name:<40} {row['mu']:>7.3f} {row['median_abs_pct']:>7.0f}%  ({int(row['points'])} points)")
-    return 0

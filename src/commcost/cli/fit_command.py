@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-from datetime import datetime, timezone
 from pathlib import Path
 
 from commcost.cli.registry import OutputFormat, command
-from commcost.errors import InputError
-from commcost.workflows.fit import collective_fit_sections, fit_collective_rows
-from commcost.workflows.pricing import PAPER004, collectives, transfer_counts
+from commcost.workflows.fit import (ChannelFit, CollectivesFit, FitOptions, MaxrateFit, Paper004Fit,
+                                    fit_measurements)
+from commcost.workflows.options import from_namespace
+from commcost.workflows.pricing import PAPER004
 
 OMPI_BCAST = PAPER004  # one name for paper 004's model in every command (was "ompi-bcast" here)
 
@@ -56,55 +55,25 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 @command("fit", "fit model parameters from a measurements CSV and write a parameter file", _configure)
 def _fit(args: argparse.Namespace) -> int:
-    from commcost.calibration.from_measurements import NOT_ONE_MESSAGE, benchmark_rows, fit_channels, model_section
-    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
-    from commcost.io.params_file import write_params
-
-    _check_mode_options(args)
-    transfers = transfer_counts(args.transfers)
-    rows = read_measurements(args.measurements)
-    if not rows:
-        raise InputError("no measurements in the file", source=str(args.measurements))
-    if args.from_collectives:
-        return _fit_from_collectives(args, rows)
-    if args.model == "loggph":
-        raise InputError("LogGPH is fitted to collective times; expected --from-collectives", where="--model")
-    columns = fit_times(measurement_columns(rows), args.statistic)
-    if args.model == OMPI_BCAST:
-        return _fit_ompi_bcast(args, columns)
-    if args.model == "maxrate":
-        return _fit_maxrate(args, columns)
-    try:
-        left_out = benchmark_rows(columns, args.benchmark)[1]
-        fits = fit_channels(columns, args.model, transfers, args.benchmark)
-    except InputError as exc:
-        raise exc.located(source=str(args.measurements)) from None
-    benchmarks = sorted({b for f in fits for b in f.benchmarks})
-    meta = {
-        "fitted_from": str(args.measurements),
-        "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": args.model,
-        "statistic": args.statistic,
-        "points": sum(f.npoints for f in fits),
-        "benchmarks": benchmarks,
-        "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
-        "host": sorted({h for h in columns["host"].tolist() if h}),
-        "quality": {f.channel: {"points": f.npoints, "mu_mean": f.report.get("mu_mean"),
-                                "mu_max": f.report.get("mu_max")} for f in fits},
-    }
-    if args.model == "loggp":  # a ping-pong identifies G and 2o + L only: no [loggph] section a model could use
-        meta["loggp"] = {f.channel: f.params for f in fits}
-        meta["loggp_note"] = ("ping-pong times identify G and 2o + L only; o, L and g need a measured "
-                              "overhead and gap, so no [loggph] section is written")
-        write_params(args.out, {}, meta)
-    else:
-        write_params(args.out, {args.model: model_section(args.model, fits)}, meta)
+    result = fit_measurements(from_namespace(FitOptions, args))
     if args.format == OutputFormat.JSON.value:
-        print(json.dumps({"out": str(args.out), "meta": meta, "left_out": left_out,
-                          "channels": {f.channel: {**f.report, "benchmarks": f.benchmarks} for f in fits}},
-                         indent=2, default=float))
+        # the per-channel and paper 004 reports may hold numpy numbers: written as floats
+        plain = isinstance(result, (MaxrateFit, CollectivesFit))
+        print(json.dumps(result.to_dict(), indent=2, **({} if plain else {"default": float})))
         return 0
-    print(f"{args.model} fitted from {sum(f.npoints for f in fits)} points of {args.measurements} -> {args.out}")
+    printer = {ChannelFit: _print_channels, MaxrateFit: _print_maxrate, Paper004Fit: _print_ompi_bcast,
+               CollectivesFit: _print_collectives}[type(result)]
+    printer(result)
+    return 0
+
+
+def _print_channels(result: ChannelFit) -> None:
+    """Each channel's points, quality and values, its benchmarks and segments; the rows left out."""
+    from commcost.calibration.from_measurements import NOT_ONE_MESSAGE
+
+    options, fits = result.options, result.fits
+    print(f"{options.model} fitted from {sum(f.npoints for f in fits)} points of {options.measurements} -> "
+          f"{options.out}")
     for f in fits:
         quality = f"mu mean {f.report.get('mu_mean', float('nan')):.3f}, max {f.report.get('mu_max', float('nan')):.3f}"
         values = ", ".join(f"{k} = {v:.4g}" for k, v in f.params.items() if isinstance(v, float))
@@ -115,40 +84,17 @@ def _fit(args: argparse.Namespace) -> int:
             lo, hi = seg["nbytes_range"]
             print(f"           segment {lo:>9.0f} .. {hi:>9.0f} B  alpha = {seg['params']['alpha_s']:.4g}, "
                   f"beta = {seg['params']['beta_s_per_byte']:.4g}, mu mean {seg['mu_mean']:.3f}")
-    for name, count in left_out.items():
+    for name, count in result.left_out.items():
         why = NOT_ONE_MESSAGE.get(name, "not asked for with --benchmark")
         print(f"  left out: {count} rows of {name} ({why}; --benchmark {name} to fit them)")
-    if args.model == "loggp":
-        print(f"  note: {meta['loggp_note']}")
-    return 0
+    if options.model == "loggp":
+        print(f"  note: {result.meta['loggp_note']}")
 
 
-def _fit_maxrate(args: argparse.Namespace, columns) -> int:
-    """Paper 001's max-rate rows from ping-pongs (:mod:`commcost.calibration.fit_maxrate`)."""
-    from commcost.calibration.fit_maxrate import maxrate_from_pingpongs
-    from commcost.io.params_file import write_params
-
-    platform = None
-    if args.platform is not None:
-        from commcost.io.platform_file import load_platform
-
-        platform, _ = load_platform(args.platform)
-        intra = {c.name for c in platform.channels if c.level == "node"}
-    else:
-        intra = {"shm"}
-    try:
-        section, report = maxrate_from_pingpongs(columns, intra, args.benchmark, platform)
-    except InputError as exc:
-        raise exc.located(source=str(args.measurements)) from None
-    meta = {"fitted_from": str(args.measurements), "model": "maxrate",
-            "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "method": "paper 001 Table 1's rows from per-channel Hockney fits with protocol breaks",
-            "quality": report}
-    write_params(args.out, {"maxrate": section}, meta)
-    if args.format == OutputFormat.JSON.value:
-        print(json.dumps({"out": str(args.out), "maxrate": section, "report": report}, indent=2))
-        return 0
-    print(f"maxrate fitted from the ping-pong rows of {args.measurements} -> {args.out}")
+def _print_maxrate(result: MaxrateFit) -> None:
+    """Each channel's rows of paper 001's table, the node rate and contention, the notes."""
+    report = result.report
+    print(f"maxrate fitted from the ping-pong rows of {result.options.measurements} -> {result.options.out}")
     for channel, r in report["channels"].items():
         rows = ", ".join(f"{p} alpha {v['alpha_s'] * 1e6:.3f} us R_b {v['rate_bytes_per_s'] / 1e9:.3f} GB/s"
                          for p, v in r["rows"].items())
@@ -158,115 +104,30 @@ def _fit_maxrate(args: argparse.Namespace, columns) -> int:
             print(f"  {report[key]}")
     for note in report["notes"]:
         print(f"  note: {note}")
-    return 0
 
 
-def _fit_ompi_bcast(args: argparse.Namespace, columns) -> int:
-    """Paper 004: gamma and Q from NBFT rows (eq. 14-15), o and L per algorithm from bcast+gather rows (eq. 16-19)."""
-    from commcost.closedform.ompi_bcast_calibration import calibrate_paper004
+def _print_ompi_bcast(result: Paper004Fit) -> None:
+    """Paper 004's gamma and Q with their sources, and each algorithm's fit."""
     from commcost.closedform.ompi_bcast_params import SECTION
-    from commcost.io.params_file import write_params
 
-    try:
-        params, fits, report = calibrate_paper004(columns, shm=args.shm_channel or "shm",
-                                                  network=args.network_channel or "tcp")
-    except InputError as exc:
-        raise exc.located(source=str(args.measurements)) from None
-    meta = {
-        "fitted_from": str(args.measurements),
-        "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": SECTION, "method": "paper 004 section 5: gamma, Q from NBFTs (eq. 14-15); o, L per "
-                                    "algorithm from bcast + flat gather (eq. 16-19), Huber, relative residuals",
-        "statistic": args.statistic,
-        "points": sum(int(f.measured_s.size) for f in fits),
-        "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
-        "host": sorted({h for h in columns["host"].tolist() if h}),
-        "sources": report["sources"],
-        "quality": {a: {k: v for k, v in r.items() if k != "residuals_s"} for a, r in report["algorithms"].items()},
-    }
-    write_params(args.out, {SECTION: params.to_dict()}, meta)
-    if args.format == OutputFormat.JSON.value:
-        print(json.dumps({"out": str(args.out), "meta": meta, "params": params.to_dict(), "report": report},
-                         indent=2, default=float))
-        return 0
+    params, meta = result.params, result.meta
     q = params.Q if len(params.Q) > 1 else params.Q[0]
-    print(f"{SECTION} fitted from {meta['points']} experiments of {args.measurements} -> {args.out}")
+    print(f"{SECTION} fitted from {meta['points']} experiments of {result.options.measurements} -> "
+          f"{result.options.out}")
     print(f"  gamma0 = {list(params.gamma0)}  gamma1 = {list(params.gamma1)}  Q = {q}")
-    for name, source in report["sources"].items():
+    for name, source in result.report["sources"].items():
         print(f"    {name}: {source}")
-    for f in fits:
+    for f in result.fits:
         r = f.report()
         print(f"  {f.algorithm:<18} {r['points']:>3} points  mu mean {r['mu_mean']:.3f}, median {r['mu_median']:.3f}, "
               f"max {r['mu_max']:.3f}  "
               f"o0 = {r['o0_s']:.3g}, o1 = {r['o1_s']:.3g}, L0 = {r['L0_s']:.3g}, L1 = {r['L1_s']:.3g}")
-    return 0
 
 
-def _check_mode_options(args: argparse.Namespace) -> None:
-    """Refuse an option of another kind of fit (it would be ignored) and an empty or impossible value."""
-    only = {"--collectives": (args.collectives, args.from_collectives, "--from-collectives"),
-            "--max-procs": (args.max_procs, args.from_collectives, "--from-collectives"),
-            "--prior-weight": (args.prior_weight, args.from_collectives, "--from-collectives"),
-            "--platform": (args.platform, args.from_collectives or args.model == "maxrate",
-                           "--from-collectives or --model maxrate"),
-            "--shm-channel": (args.shm_channel, args.model == OMPI_BCAST, f"--model {OMPI_BCAST}"),
-            "--network-channel": (args.network_channel, args.model == OMPI_BCAST, f"--model {OMPI_BCAST}")}
-    for flag, (value, applies, mode) in only.items():
-        if value is not None and not applies:
-            raise InputError(f"applies only with {mode}; this fit would ignore it", where=flag)
-    for flag, value in (("--shm-channel", args.shm_channel), ("--network-channel", args.network_channel)):
-        if value is not None and not value.strip():
-            raise InputError("expected a channel's name, got an empty one", where=flag)
-    if args.prior_weight is not None and not (math.isfinite(args.prior_weight) and args.prior_weight >= 0):
-        raise InputError(f"expected a number of points >= 0, got {args.prior_weight}", where="--prior-weight")
-    if args.max_procs is not None and args.max_procs < 2:
-        raise InputError(f"expected --max-procs >= 2 (a collective's ranks), got {args.max_procs}", where="--max-procs")
-    if args.collectives is not None:
-        chosen = [c.strip() for c in args.collectives.split(",") if c.strip()]
-        known = [c.value for c in collectives()]
-        if not chosen or any(c not in known for c in chosen):
-            raise InputError(f"expected a comma list of {', '.join(known)}, got {args.collectives!r}",
-                             where="--collectives")
-
-
-def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
-    import time
-
-    from commcost.io.params_file import write_params
-    from commcost.io.platform_file import load_platform
-
-    if args.platform is None:
-        raise InputError("fitting to collective times prices schedules on a platform; expected --platform",
-                         where="--platform")
-    platform, _ = load_platform(args.platform)
-    chosen = [c.strip() for c in args.collectives.split(",") if c.strip()] if args.collectives else None
-    started = time.perf_counter()
-    try:
-        fit = fit_collective_rows(rows, platform, args.model, chosen, args.max_procs,
-                                  prior_weight=1.0 if args.prior_weight is None else args.prior_weight)
-    except InputError as exc:
-        raise exc.located(source=str(args.measurements)) from None
-    spent = time.perf_counter() - started
-    total = fit.summary()
-    meta = {"fitted_from": str(args.measurements), "method": "inverse calibration on collective times",
-            "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
-                        "unidentified": fit.unidentified, "poorly_identified": fit.weak,
-                        "confounded": fit.confounded,
-                        "per_algorithm": fit.per_algorithm}}
-    write_params(args.out, collective_fit_sections(fit), meta)
-    if args.format == OutputFormat.JSON.value:
-        print(json.dumps({"out": str(args.out), "params": fit.params, "fitted": fit.extra,
-                          "assumed": fit.assumed, "unidentified": fit.unidentified,
-                          "poorly_identified": fit.weak, "confounded": fit.confounded,
-                          "summary": total, "per_algorithm": fit.per_algorithm, "seconds": spent,
-                          "corrections": {c: {"form": v.form, "held_out_procs": list(v.held_out),
-                                              "sizes": v.points, "mean_penalty_pct": v.pct,
-                                              "across_nodes": v.multi_node, "why": v.why}
-                                          for c, v in fit.correction_choices.items()},
-                          "steps": fit.steps, "pricings": fit.pricings}, indent=2))
-        return 0
-    print(f"{fit.model} fitted to {total['points']} measured points of forced algorithms in {spent:.1f} s "
+def _print_collectives(result: CollectivesFit) -> None:
+    """The fitted channels, what no row identifies, the quality, the per-algorithm corrections and fits."""
+    fit, total = result.fit, result.total
+    print(f"{fit.model} fitted to {total['points']} measured points of forced algorithms in {result.seconds:.1f} s "
           f"({fit.steps} steps, {fit.pricings} pricings of every point)")
     for channel, values in fit.params.items():
         print(f"  {channel:<6} " + "   ".join(
@@ -299,5 +160,4 @@ def _fit_from_collectives(args: argparse.Namespace, rows) -> int:
     print("  per algorithm (geometric mean measured/model, median |error|):")
     for key, figures in fit.per_algorithm.items():
         print(f"    {key:<34} {figures['mu']:7.3f}  {figures['median_abs_pct']:6.0f}%  ({figures['points']} points)")
-    print(f"wrote {args.out}")
-    return 0
+    print(f"wrote {result.options.out}")

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from commcost.cli.options import add_format_option, channel_name, print_json, wants_json
 from commcost.cli.registry import command
+from commcost.workflows.import_measurements import (ColtuneOptions, ImportOptions, import_benchmarks,
+                                                    import_coltune_folder)
+from commcost.workflows.options import from_namespace
 
 
 def _common(p: argparse.ArgumentParser, with_nprocs: bool) -> None:
@@ -58,59 +61,29 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 @command("import", "append OSU or IMB-MPI1 benchmark outputs to a measurements CSV", _configure)
 def _import(args: argparse.Namespace) -> int:
-    from commcost.io.imb_import import read_imb
-    from commcost.io.measurements import MeasurementStore
-    from commcost.io.osu_import import RunContext, compile_name_pattern, read_osu
-
     if args.import_format == "coltune":
         return _import_coltune(args)
     if args.channel is not None:
         channel_name(args.channel)
-    context = RunContext(collective=args.collective, algorithm=args.algorithm,
-                         nprocs=getattr(args, "nprocs", None), ppn=args.ppn, nnodes=args.nnodes,
-                         channel=args.channel, mpi=args.mpi, host=args.host, run=args.run)
-    if args.name_pattern:
-        compile_name_pattern(args.name_pattern)  # a bad pattern is reported before any file
-    rows = []
-    notes: list[str] = []
-    for path in args.files:
-        if args.import_format == "osu":
-            rows.extend(read_osu(path, context, args.name_pattern, args.datatype, notes))
-        else:
-            rows.extend(read_imb(path, context, args.name_pattern))
-    for note in notes:
-        print(f"commcost: note: {note}", file=sys.stderr)
-    store = MeasurementStore(args.output)
-    written, skipped = store.extend(rows)
+    result = import_benchmarks(from_namespace(ImportOptions, args), _note)
     if wants_json(args):
-        print_json(_result(args, rows, written, skipped, notes, files=[str(f) for f in args.files]))
+        print_json(result)
         return 0
-    print(f"{written} points from {len(args.files)} file(s) appended to {args.output}"
-          + (f"; {skipped} already there, skipped" if skipped else ""))
+    print(f"{result['appended']} points from {len(args.files)} file(s) appended to {args.output}"
+          + (f"; {result['already_there']} already there, skipped" if result["already_there"] else ""))
     return 0
 
 
 def _import_coltune(args: argparse.Namespace) -> int:
-    from commcost.io.coltune_import import read_coltune
-    from commcost.io.measurements import MeasurementStore
-
-    notes: list[str] = []
-    chosen = [c.strip() for c in args.collectives.split(",") if c.strip()] if args.collectives else None
-    rows = read_coltune(args.folder, args.ppn, args.ompi_version, args.host or "", args.mpi or "", chosen, notes)
-    for note in notes:
-        print(f"commcost: note: {note}", file=sys.stderr)
-    written, skipped = MeasurementStore(args.output).extend(rows)
-    runs = {(r.collective, r.algorithm, r.nprocs, r.run) for r in rows}
+    result = import_coltune_folder(from_namespace(ColtuneOptions, args), _note)
     if wants_json(args):
-        print_json(_result(args, rows, written, skipped, notes, folder=str(args.folder), runs=len(runs)))
+        print_json(result)
         return 0
-    print(f"{written} points from {len(runs)} runs ({', '.join(sorted({r.collective for r in rows}))}) appended to "
-          f"{args.output}" + (f"; {skipped} already there, skipped" if skipped else ""))
+    print(f"{result['appended']} points from {result['runs']} runs ({', '.join(result['collectives'])}) appended to "
+          f"{args.output}" + (f"; {result['already_there']} already there, skipped" if result["already_there"] else ""))
     return 0
 
 
-def _result(args: argparse.Namespace, rows, written: int, skipped: int, notes: list[str], **extra) -> dict:
-    """What ``import --format json`` prints: the CSV, points appended and already there, what they measure."""
-    return {"output": str(args.output), "format": args.import_format, **extra, "points": len(rows),
-            "appended": written, "already_there": skipped,
-            "collectives": sorted({r.collective for r in rows}), "notes": notes}
+def _note(note: str) -> None:
+    """A note on rows skipped on purpose, on standard error."""
+    print(f"commcost: note: {note}", file=sys.stderr)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from commcost.cli.options import add_format_option, print_json, wants_json
 from commcost.cli.registry import OutputFormat, command
-from commcost.errors import InputError
-
-KERNELS = ("summa", "wave2d")
+from commcost.workflows.kernels import KERNELS, KernelOptions, price_kernel
+from commcost.workflows.options import from_namespace
+from commcost.workflows.partitioning import PartitionOptions, partition
 
 
 def configure_kernel_options(p: argparse.ArgumentParser, what: argparse._MutuallyExclusiveGroup) -> None:
@@ -22,51 +22,15 @@ def configure_kernel_options(p: argparse.ArgumentParser, what: argparse._Mutuall
     k.add_argument("--steps", type=int, default=1, help="Wave2D: time steps T (default 1)")
 
 
-def kernel_schedule(args: argparse.Namespace, part):
-    """The schedule --kernel asks for on a partition."""
-    from commcost.kernels import summa, summa_iteration, wave2d
-
-    if args.kernel == "summa":
-        if args.iteration is None:
-            return summa(part)
-        if not 0 <= args.iteration < part.n:
-            raise InputError(f"expected an iteration in 0..{part.n - 1}, got {args.iteration}", where="--iteration")
-        return summa_iteration(part, args.iteration)
-    if args.steps < 1:
-        raise InputError(f"expected --steps >= 1, got {args.steps}", where="--steps")
-    return wave2d(part, args.steps)
-
-
 def predict_kernel(args: argparse.Namespace, platform, spec, model, params) -> int:
-    """Price a kernel on a partition; for hloggp also under paper 000's kernel rule."""
-    from commcost.workflows.pricing import load_mapping, price_placed
-    from commcost.closedform import hloggp_kernels
-    from commcost.io.partition_file import read_partition
-    from commcost.models import PlacedSchedule
-    from commcost.platform import Mapping
+    """Price a kernel on a partition (:func:`commcost.workflows.kernels.price_kernel`) and print it."""
     from commcost.report.cost_report import cost_to_dict, render_text
     from commcost.report.kernel_report import kernel_to_dict, render_kernel
 
-    if args.partition is None:
-        raise InputError("--kernel needs --partition FILE", where="--partition")
-    part = read_partition(args.partition)
-    schedule = kernel_schedule(args, part)
-    if args.mapping:
-        mapping = load_mapping(args, platform, spec, part.nprocs)
-    else:
-        try:
-            mapping = Mapping.from_node_names(platform, list(part.hosts))
-        except InputError as exc:
-            raise exc.located(source=str(args.partition), where="host") from None
-    costs = [price_placed(args, schedule, platform, mapping, model)]
-    if args.model == "hloggp":
-        try:
-            costs.append(hloggp_kernels.price(PlacedSchedule.of(schedule, platform, mapping),
-                                              params.for_model("hloggp")))
-        except InputError as exc:
-            raise exc.located(source=str(args.params)) from None
+    priced = price_kernel(from_namespace(KernelOptions, args), platform, spec, model, params)
+    schedule, costs = priced.schedule, priced.costs
     if getattr(args, "html", None):
-        _html(args, part, schedule, costs, mapping)
+        _html(args, priced.part, schedule, costs, priced.mapping)
     if args.format == OutputFormat.JSON.value:
         doc = kernel_to_dict(schedule, costs)
         if args.iteration is not None:
@@ -118,68 +82,17 @@ def _configure_partition(p: argparse.ArgumentParser) -> None:
     add_format_option(p)
 
 
-def load_processes(args: argparse.Namespace):
-    """The processes of --layout: a process layout file, or a layout table row placed on --platform."""
-    from commcost.io.layout_file import read_layout_table
-    from commcost.io.platform_file import load_platform
-    from commcost.io.process_layout_file import is_layout_table, read_process_layout
-    from commcost.partition.processes import processes_of_mapping
-    from commcost.platform.layout import place_layout
-
-    if not is_layout_table(args.layout):
-        if args.row:
-            raise InputError("--row applies to a layout table (Name M c=K ...); this is a process layout file",
-                             source=str(args.layout))
-        return read_process_layout(args.layout)
-    if not args.row or not args.platform:
-        raise InputError("a layout table needs --row NAME and --platform FILE", source=str(args.layout))
-    rows = read_layout_table(args.layout)
-    if args.row not in rows:
-        raise InputError(f"no layout {args.row!r}; expected one of {', '.join(rows)}", where="--row")
-    platform, _ = load_platform(args.platform)
-    try:
-        return processes_of_mapping(platform, place_layout(platform, rows[args.row]))
-    except InputError as exc:
-        raise exc.located(source=str(args.layout), where=args.row) from None
-
-
 @command("partition", "balance an N x N block matrix among processes by speed (FPMs) into columns (paper 000)",
          _configure_partition)
 def _partition(args: argparse.Namespace) -> int:
-    from commcost.io.partition_file import write_partition
-    from commcost.io.speeds_file import read_speeds
-    from commcost.partition import balance, column_partition, imbalance
-    from commcost.partition.processes import speeds_of
-
-    processes = load_processes(args)
-    table = read_speeds(args.speeds)
-    try:
-        fpms = speeds_of(processes, table)
-    except InputError as exc:
-        raise exc.located(source=str(args.speeds)) from None
-    if args.n < 1 or args.kb < 1:
-        raise InputError(f"expected --n >= 1 and --kb >= 1, got {args.n} and {args.kb}", where="--n")
-    units = balance(fpms, float(args.n * args.n))
-    try:
-        part = column_partition(units, args.n, [p.host for p in processes], args.kb, args.columns)
-    except InputError as exc:
-        raise exc.located(where="--n" if args.columns is None else "--columns") from None
-    write_partition(part, args.output)
-    widths = [int(part.w[part.x == x][0]) for x in sorted(set(part.x.tolist()))]
-    if args.png:
-        from commcost.report.partition_plot import plot_partition
-
-        plot_partition(part, args.png, kinds=[p.kind for p in processes])
+    doc = partition(from_namespace(PartitionOptions, args))
     if wants_json(args):
-        print_json({"output": str(args.output), "png": None if args.png is None else str(args.png),
-                    "procs": part.nprocs, "n": part.n, "block": part.block, "column_widths": widths,
-                    "imbalance": float(imbalance(fpms, part.area)),
-                    "processes": [{"rank": i, "host": p.host, "area": float(a)}
-                                  for i, (p, a) in enumerate(zip(processes, part.area))]})
+        print_json(doc)
         return 0
-    print(f"P = {part.nprocs}, N = {part.n} blocks of {part.block}x{part.block}: "
+    widths = doc["column_widths"]
+    print(f"P = {doc['procs']}, N = {doc['n']} blocks of {doc['block']}x{doc['block']}: "
           f"{len(widths)} columns of widths {' '.join(map(str, widths))}; "
-          f"time imbalance max/min {imbalance(fpms, part.area):.4f}; wrote {args.output}")
+          f"time imbalance max/min {doc['imbalance']:.4f}; wrote {args.output}")
     if args.png:
         print(f"wrote {args.png}")
     return 0

@@ -1,22 +1,18 @@
-"""Options and helpers that several commands share: strictness, placements, pricing, collective cases.
+"""Options several commands declare and read the same way: output format, time unit, HTML page, JSON
+printing, strictness, budgets, launch lines.
 
-What for: a command declares and reads these the same way as every other
-(``predict``, ``select``, ``partition``, ``pattern``, ``evaluate-selection``
-and ``map`` place ranks with :func:`load_mapping`); this module imports no
-command, so commands import it without cycles.
+What for: a command declares these as every other does; what they set up
+(models, mappings, cases, pricing) is in :mod:`commcost.workflows.pricing`.
+This module imports no command, so commands import it without cycles.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from commcost.errors import InputError
-from commcost.workflows.pricing import case_of
 
-if TYPE_CHECKING:
-    from commcost.collectives import Case
 
 def add_format_option(p: argparse.ArgumentParser, json_help: str = "") -> None:
     """``--format table|json``: what the command prints (the JSON schemas are in docs/json-output.md)."""
@@ -113,37 +109,6 @@ def add_strict_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse tau-Lop tables that break the model's constraints (default: warn and load "
                         "them as measured; a file's [taulop] strict = true does the same)")
-
-
-def collective_case(args: argparse.Namespace) -> "Case":
-    """The :class:`~commcost.collectives.Case` that ``--collective``, ``--procs``, ``--nbytes`` and ``--root`` name."""
-    from commcost.units import parse_nbytes
-
-    for flag, value in (("--procs", args.procs), ("--nbytes", args.nbytes)):
-        if value is None:
-            raise InputError(f"--collective needs {flag}", where=flag)
-    try:
-        nbytes = parse_nbytes(args.nbytes)
-    except InputError as exc:
-        raise exc.located(where="--nbytes") from None
-    return case_of(args.collective, args.procs, nbytes, args.root)
-
-
-def algorithm_params(items: list[str]) -> dict[str, int]:
-    """``NAME=VALUE`` pairs; values are integers or sizes (8KiB)."""
-    from commcost.units import parse_nbytes
-
-    values: dict[str, int] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name:
-            raise InputError(f"expected NAME=VALUE, got {item!r}", where="--param")
-        try:
-            values[name] = parse_nbytes(text)
-        except InputError:
-            raise InputError(f"{name}: expected an integer or a size such as 8KiB, got {text!r}",
-                             where="--param") from None
-    return values
 
 
 def add_launch_options(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from commcost.cli.registry import OutputFormat, command
-from commcost.errors import InputError
+from commcost.workflows.params_repair import repair_params
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -38,22 +38,7 @@ def _describe(name: str, summary: dict) -> str:
 
 @command("params", "inspect and repair parameter files: params repair FILE -o OUT", _configure)
 def _params(args: argparse.Namespace) -> int:
-    from commcost.io.taulop_table import read_taulop_table, write_taulop_table
-    from commcost.models.taulop.repair import repair_channel
-
-    if args.out.resolve() == args.file.resolve():
-        raise InputError("expected an output file other than the input (the measured table stays as it was)",
-                         where="--out")
-    reports = {}
-    if args.file.suffix.lower() == ".toml":
-        doc = _repaired_toml(args.file, reports)
-        import tomli_w
-
-        args.out.write_text(tomli_w.dumps(doc), encoding="utf-8")
-    else:
-        repair = repair_channel(read_taulop_table(args.file, strict=False))
-        write_taulop_table(repair.after, args.out)
-        reports[str(args.file)] = repair.summary()
+    reports = repair_params(args.file, args.out)
     if args.format == OutputFormat.JSON.value:
         print(json.dumps({"out": str(args.out), "tables": reports}, indent=2))
     else:
@@ -61,32 +46,3 @@ def _params(args: argparse.Namespace) -> int:
             print(_describe(name, summary))
         print(f"wrote {args.out}")
     return 0
-
-
-def _repaired_toml(path: Path, reports: dict) -> dict:
-    """The parameter file's document with every [taulop] table repaired and inline."""
-    from commcost.io.toml_file import read_toml
-    from commcost.io.params_file import load_params
-    from commcost.models.taulop.repair import moves, nondecreasing, repair_channel
-
-    params = load_params(path, strict=False)
-    if "taulop" not in params.sections:
-        raise InputError("no [taulop] section; expected tau-Lop tables to repair", source=str(path))
-    doc = dict(read_toml(path).data)
-    body = dict(doc["taulop"])
-    for name, table in params.sections["taulop"].tables.items():
-        repair = repair_channel(table)
-        reports[f"[taulop.{name}]"] = repair.summary()
-        body[name] = repair.after.to_dict()
-    doc["taulop"] = body
-    if "reduction" in params.sections:  # inline too: a file named relative to FILE would not resolve from OUT
-        reductions = dict(doc["reduction"])
-        for op, law in params.sections["reduction"].items():
-            after = nondecreasing(law.time_s)
-            reports[f"[reduction.{op}]"] = moves(law.time_s, after, [f"gamma(m={m:g})" for m in law.m])
-            reductions[op] = {"m": law.m.tolist(), "time_s": after.tolist(), "beyond_m": law.beyond_m}
-        doc["reduction"] = reductions
-    meta = dict(doc.get("meta", {}))
-    meta["repaired_from"] = str(path)
-    doc["meta"] = meta
-    return doc

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from commcost.errors import InputError
+from commcost.workflows.kernels import PatternOptions, price_pattern
+from commcost.workflows.options import from_namespace
 
 
 def configure_pattern_options(p: argparse.ArgumentParser, what: argparse._MutuallyExclusiveGroup) -> None:
@@ -35,52 +36,11 @@ def configure_pattern_options(p: argparse.ArgumentParser, what: argparse._Mutual
     g.add_argument("--plot", type=Path, help="write the per-level split as a stacked-bar PNG")
 
 
-def _postal(params):
-    """The same max-rate parameters as the postal model: no injection limit, no queue search, no contention."""
-    from commcost.models.maxrate import MaxRateRow
-
-    rows = {k: MaxRateRow(r.alpha_s, r.rate_bytes_per_s) for k, r in params.rows.items()}
-    return replace(params, rows=rows, queue_search="none", contention="none")
-
-
 def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> int:
-    """Price the pattern per level and print the table (or JSON), and the plot when asked."""
-    from commcost.workflows.pricing import load_mapping
-    from commcost.kernels.sparse import pattern_levels, read_matrix
-    from commcost.models import MODELS, PlacedSchedule
-
-    if args.matrix is None:
-        raise InputError("--pattern needs --matrix A.mtx", where="--matrix")
-    if args.procs is None or args.procs < 1:
-        raise InputError("--pattern needs --procs P >= 1", where="--procs")
-    if args.value_bytes < 1:
-        raise InputError(f"expected --value-bytes >= 1, got {args.value_bytes}", where="--value-bytes")
-    partition = str(args.partition) if args.partition is not None else "contiguous"
-    matrix = read_matrix(args.matrix)
-    levels = pattern_levels(matrix, args.pattern, args.procs, partition, args.amg_levels, args.value_bytes)
-    mapping = load_mapping(args, platform, spec, args.procs)
-    maxrate = args.model == "maxrate"
-    postal = MODELS["maxrate"](_postal(model.params)) if maxrate else None
-    rows = []
-    for level in levels:
-        try:
-            placed = PlacedSchedule.of(level.schedule, platform, mapping)
-            s = level.schedule
-            row = {"level": level.index, "rows": level.rows, "nnz": level.nnz, "messages": s.ntransmissions,
-                   "bytes": float(s.nbytes.sum()),
-                   "max_messages_received": int(_max_count(s.dst, s.nprocs)) if s.ntransmissions else 0}
-            if maxrate:
-                terms = model.terms(placed)[0] if s.ntransmissions else None
-                row.update({"maxrate_s": terms.maxrate_s if terms else 0.0,
-                            "queue_s": terms.queue_s if terms else 0.0,
-                            "contention_s": terms.contention_s if terms else 0.0,
-                            "time_s": terms.time_s if terms else 0.0,
-                            "postal_s": postal.total_time_s(placed) if s.ntransmissions else 0.0})
-            else:
-                row["time_s"] = model.total_time_s(placed) if s.ntransmissions else 0.0
-        except InputError as exc:
-            raise exc.located(source=str(args.params)) from None
-        rows.append(row)
+    """Price the pattern per level (:func:`commcost.workflows.kernels.price_pattern`) and print the table (or
+    JSON), and the plot when asked."""
+    priced = price_pattern(from_namespace(PatternOptions, args), platform, spec, model)
+    rows, partition, maxrate = priced.rows, priced.partition, priced.maxrate
     if args.plot is not None:
         _plot(rows, args, maxrate)
     if getattr(args, "html", None):
@@ -91,12 +51,6 @@ def predict_pattern(args: argparse.Namespace, platform, spec, model, params) -> 
         return 0
     _print_table(rows, args, partition, maxrate)
     return 0
-
-
-def _max_count(dst, nprocs: int) -> int:
-    import numpy as np
-
-    return int(np.bincount(dst, minlength=nprocs).max())
 
 
 def _print_table(rows: list[dict], args: argparse.Namespace, partition: str, maxrate: bool) -> None:

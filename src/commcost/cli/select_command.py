@@ -9,10 +9,9 @@ from pathlib import Path
 
 from commcost.cli.options import add_html_option, add_strict_option, write_html
 from commcost.cli.registry import command
-from commcost.errors import InputError
+from commcost.workflows.options import from_namespace
 from commcost.workflows.pricing import PAPER004
-from commcost.workflows.select import (HAN_FIRST, algorithm_names, finite_or_none, han_default, make_pricer,
-                                      ompi_default_times, predicted_penalty, variables, write_tuning_files)
+from commcost.workflows.selection_grid import SelectGrid, SelectOptions, select_grid
 
 FORMATS = ("table", "json", "csv")
 
@@ -60,71 +59,24 @@ def _configure(p: argparse.ArgumentParser) -> None:
 @command("select", "predict the best algorithm for every process count and message size; write rules",
          _configure)
 def _select(args: argparse.Namespace) -> int:
-    from commcost.workflows.grid import parse_points
-    from commcost.collectives import Collective
-    from commcost.report.selection_map import plot_map
-    from commcost.report.selection_report import grid_csv, render_penalties, render_rules, rule_rows
-    from commcost.selection.select import candidates, select
+    from commcost.report.selection_report import grid_csv, render_penalties, render_rules
 
-    collective = Collective(args.collective)
-    if args.write_ompi_rules and args.library != "ompi":
-        raise InputError("an Open MPI rules file needs Open MPI algorithms; expected --library ompi",
-                         where="--write-ompi-rules")
-    if args.write_mpich_json and args.library != "mpich":
-        raise InputError("an MPICH selection file needs MPICH algorithms; expected --library mpich",
-                         where="--write-mpich-json")
-    procs = parse_points(args.procs, "--procs", 2)
-    sizes = parse_points(args.sizes, "--sizes", 1, sizes=True)
-    only = algorithm_names(args.algorithms, collective, args.library)
-    choices = candidates(collective, args.library, variables(args), only or None)
-    if not choices and not only:
-        from commcost.collectives import algorithms
-
-        modelled = sorted({a.collective.value for a in algorithms() if a.library == args.library})
-        raise InputError(f"commcost models no {args.library} {collective.value} algorithm; it models {args.library}'s "
-                         f"{', '.join(modelled) or 'none'}", where="--library")
-    if not choices:
-        raise InputError(f"no {args.library} {collective.value} algorithm matches {args.algorithms!r}",
-                         where="--algorithms")
-    refused: list[str] = []
-    price = make_pricer(args, procs, refused)
-    result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    chosen = result.chosen
-    default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
-    title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
-             f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
-    penalty = predicted_penalty(default_s, result) if default else None
-    default_title = (f"Open MPI's default ({HAN_FIRST if han_default(collective) else ''}tuned's fixed decision "
-                     "on one)")
-    map_png = None
-    if args.plot:
-        map_png = plot_map(args.plot, procs, sizes, chosen, title, size_title=collective.size_meaning,
-                           default=default or None, default_title=default_title)
-    written = write_tuning_files(args, [result.selection])
+    grid = select_grid(from_namespace(SelectOptions, args))
     if args.html:
-        write_html(args, _page(args, collective, procs, sizes, result, default, default_title, penalty, title,
-                               written, map_png))
+        write_html(args, _page(args, grid))
     from commcost.collectives.recorder import LIMIT_VARIABLE
 
-    for line in dict.fromkeys(refused):  # on stderr: stdout stays what the format says
+    for line in dict.fromkeys(grid.refused):  # on stderr: stdout stays what the format says
         print(f"commcost: not priced (never picked; --max-transmissions or {LIMIT_VARIABLE} raises the limit): "
               f"{line}", file=sys.stderr)
     if args.format != "table":  # stdout stays machine-readable
-        for line in written:
+        for line in grid.written:
             print(f"commcost: wrote {line}", file=sys.stderr)
+    chosen, result, default, default_s = grid.result.chosen, grid.result, grid.default, grid.default_s
     if args.format == "json":
-        print(json.dumps({"collective": collective.value, "library": args.library, "model": args.model,
-                          "procs": procs, "sizes": sizes, "rules": rule_rows(result.selection),
-                          "grid": [{"nprocs": p, "nbytes": m, "algorithm": chosen[i][j].algorithm.key,
-                                    "params": dict(chosen[i][j].params),
-                                    "time_s": float(result.best_time_s[i, j]),
-                                    **({"ompi_default": default[i][j].label if default[i][j] else None,
-                                        "ompi_default_time_s": finite_or_none(default_s[i, j])} if default else {})}
-                                   for i, p in enumerate(procs) for j, m in enumerate(sizes)],
-                          **({"ompi_default_penalty": predicted_penalty(default_s, result)} if default else {})},
-                         indent=2))
+        print(json.dumps(grid.document(), indent=2))
     elif args.format == "csv":
-        print(grid_csv(procs, sizes, {
+        print(grid_csv(grid.procs, grid.sizes, {
             "algorithm": lambda i, j: chosen[i][j].algorithm.key,
             "id": lambda i, j: chosen[i][j].algorithm.id,
             "params": lambda i, j: ";".join(f"{k}={v}" for k, v in sorted(chosen[i][j].params.items())),
@@ -133,26 +85,27 @@ def _select(args: argparse.Namespace) -> int:
                 "ompi_default_time_s": lambda i, j: float(default_s[i, j])} if default else {}),
         }), end="")
     else:
-        print(render_rules(result.selection, title))
+        print(render_rules(result.selection, grid.title))
         if default:
             print()
-            print(render_penalties({"Open MPI default": penalty},
-                                   f"{default_title} against the model's choice, both priced by {args.model}:"))
+            print(render_penalties({"Open MPI default": grid.penalty},
+                                   f"{grid.default_title} against the model's choice, both priced by {args.model}:"))
         if args.plot:
             print(f"\n  map: {args.plot}")
-        for line in written:
+        for line in grid.written:
             print(f"  wrote {line}")
     return 0
 
 
-def _page(args, collective, procs, sizes, result, default, default_title: str, penalty, title: str, written,
-          map_png):
+def _page(args, grid: SelectGrid):
     """select's HTML report: what was priced, the map beside the default's, the rules, the default's penalty."""
     from commcost.report.html_page import HtmlPage
     from commcost.report.provenance import run_provenance
     from commcost.report.selection_page import add_selection
     from commcost.report.selection_report import render_rules
 
+    collective, procs, sizes, result, penalty, title = (grid.collective, grid.procs, grid.sizes, grid.result,
+                                                        grid.penalty, grid.title)
     page = HtmlPage(f"commcost select: {collective.value} ({args.library})",
                     run_provenance(getattr(args, "argv", None), {"parameters": args.params, "platform": args.platform}))
     page.section("What was priced")
@@ -162,13 +115,13 @@ def _page(args, collective, procs, sizes, result, default, default_title: str, p
     page.paragraph("Every point is a prediction: no measurement backs this selection (commcost tune and commcost "
                    "verify measure one).")
     add_selection(page, "Selection", title=title, size_title=collective.size_meaning, procs=procs, sizes=sizes,
-                  chosen=result.chosen, rules_text=render_rules(result.selection, title), default=default or None,
-                  default_title=default_title, penalties={"Open MPI default": penalty} if penalty else None,
-                  penalty_caption=f"{default_title} against the model's choice, both priced by {args.model}",
-                  map_png=map_png)
-    if written:
+                  chosen=result.chosen, rules_text=render_rules(result.selection, title), default=grid.default or None,
+                  default_title=grid.default_title, penalties={"Open MPI default": penalty} if penalty else None,
+                  penalty_caption=f"{grid.default_title} against the model's choice, both priced by {args.model}",
+                  map_png=grid.map_png)
+    if grid.written:
         page.section("Files written")
-        page.table(("file",), [[line] for line in written])
+        page.table(("file",), [[line] for line in grid.written])
     return page
 
 

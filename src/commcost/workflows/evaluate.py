@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import tempfile
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from commcost.errors import InputError
 from commcost.workflows.pricing import model_from, strictness, transfer_counts
@@ -69,7 +71,7 @@ def most_common(rows, collective, attribute: str, default):
     return found.most_common(1)[0][0] if found else default
 
 
-def trained_params(args: argparse.Namespace):
+def trained_params(args: argparse.Namespace | EvaluateOptions):
     """The parameter set: loaded from a .toml, or fitted from a measurements CSV with ``--model``."""
     from commcost.io.params_file import load_params, write_params
 
@@ -122,7 +124,7 @@ class RowFits:
         return fit
 
 
-def _fit_from_collectives(args: argparse.Namespace):
+def _fit_from_collectives(args: argparse.Namespace | EvaluateOptions):
     """Parameters fitted to the training rows' forced collective algorithms (every collective they hold)."""
     from commcost.io.measurements import read_measurements
     from commcost.io.platform_file import load_platform
@@ -148,7 +150,8 @@ def _params_of(fit, train: Path):
         return load_params(path)
 
 
-def cross_validated(args: argparse.Namespace, collective, platform, mapping_of, choices, statistic: str):
+def cross_validated(args: argparse.Namespace | EvaluateOptions, collective, platform, mapping_of, choices,
+                    statistic: str):
     """:func:`strategy_for` on ``evaluate-selection``'s training rows; (None, None) where the training is a
     parameter file (nothing to refit)."""
     if args.train.suffix.lower() == ".toml" or not args.from_collectives:
@@ -204,3 +207,161 @@ def strategy_line(strategy) -> str:
     figures = ", ".join(f"{name} {pen:.1f}%" for name, pen in sorted(strategy.penalties.items()))
     return (f"forward cross-validation over P (held out {', '.join(map(str, strategy.folds))}; mean penalty of "
             f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}")
+
+
+@dataclass
+class EvaluateOptions:
+    """What ``commcost evaluate-selection`` fits and scores (its options, by their argparse names).
+
+    The test table must hold measured times of several algorithms of the
+    collective at the same (P, n) points (e.g. imported OSU runs with forced
+    algorithms, or ``commcost calibrate`` bcast rows). The training side is a
+    measurements CSV (fitted here with ``model``) or a parameter file.
+    """
+
+    train: Path | None = None  # measurements CSV to fit on, or a parameter file (.toml) already fitted
+    test: Path | None = None  # measurements CSV with times of several algorithms
+    platform: Path | None = None  # the platform file the test ran on
+    strict: bool = False
+    ppn: int | None = None
+    mapping: str | None = None
+    model: str = "hockney"
+    collective: str = "bcast"
+    library: str = "ompi"
+    root: int = 0
+    transfers: list[str] = field(default_factory=list)
+    algorithm_fit: bool = False
+    from_collectives: bool = False
+    train_max_procs: int | None = None
+    test_min_procs: int | None = None
+
+
+@dataclass
+class Evaluation:
+    """A selection scored on measured times: the model's picks (``result``), each strategy's pick and
+    penalty at every measured point (``scores``), the summary per strategy (``totals``, by ``names``), and
+    the cross-validated strategy where one was kept."""
+
+    options: EvaluateOptions
+    collective: Any  # commcost.collectives.Collective
+    label: str  # the model-based strategy's name
+    result: Any  # commcost.selection.select.SelectionResult
+    scores: list
+    names: list[str]
+    totals: dict
+    nchoices: int  # algorithms measured
+    statistic: str  # the statistic over ranks the test rows hold
+    strategy: Any = None
+    fit_summary: dict | None = None
+
+    def to_dict(self) -> dict:
+        """The JSON document ``--format json`` prints."""
+        o, s = self.options, self.strategy
+        return {
+            "collective": self.collective.value, "model": o.model, "train": str(o.train), "test": str(o.test),
+            "train_max_procs": o.train_max_procs, "test_min_procs": o.test_min_procs,
+            "statistic": self.statistic, "fit": self.fit_summary, "summary": self.totals,
+            "strategy": None if s is None else s.to_dict(),
+            "points": [{"nprocs": s.nprocs, "nbytes": s.nbytes, "best": s.best.label, "best_time_s": s.best_time_s,
+                        "picks": {k: {"choice": choice_label(c), "time_s": t, "penalty_pct": pen}
+                                  for k, (c, t, pen) in s.picks.items()}} for s in self.scores]}
+
+
+def evaluate_selection(options: EvaluateOptions) -> Evaluation:
+    """Fit on one measurements table (or take a fitted parameter file), select with the model at the
+    points of another, and score the picks (and Open MPI's fixed decision, the best single algorithm, the
+    cross-validated strategy) against the measured best (paper 004 Table 3)."""
+    from commcost.collectives import Collective
+    from commcost.io.measurements import read_measurements
+    from commcost.io.platform_file import load_platform
+    from commcost.selection.evaluate import penalties, summary
+    from commcost.selection.select import schedule_pricer, select
+    from commcost.workflows.pricing import load_mapping
+
+    try:
+        collective = Collective(options.collective)
+    except ValueError:
+        raise InputError(f"expected one of {[c.value for c in Collective]}, got {options.collective!r}",
+                         where="--collective") from None
+    measured, measured_default = measured_table(options.test, collective, options.library,
+                                                low=options.test_min_procs)
+    params = trained_params(options)
+    try:
+        model = model_from(params, options.model)
+    except InputError as exc:
+        raise exc.located(source=str(options.train)) from None
+    platform, spec = load_platform(options.platform)
+    procs = sorted({p for p, _ in measured})
+    sizes = sorted({n for _, n in measured})
+    choices = sorted({c for times in measured.values() for c in times}, key=lambda c: (c.algorithm.id or 0, c.label))
+    tested = read_measurements(options.test)
+    statistic = most_common(tested, collective, "rank_statistic", "max")  # what the test rows hold (OSU: mean)
+    mapping_of = lambda n: load_mapping(options, platform, spec, n)  # noqa: E731
+    price = schedule_pricer(model, platform, mapping_of, options.root, statistic,
+                            element_bytes=most_common(tested, collective, "element_size", 1))
+    scaled = True
+    if options.algorithm_fit:
+        price, scaled = _algorithm_fitted(options, collective, params, price)
+    result = select(collective, options.library, choices, procs, sizes, price, source=f"model {options.model}")
+    how = ""
+    if options.algorithm_fit:
+        how = ", fitted per algorithm" if scaled else ", per-algorithm scale not kept by cross-validation"
+    label = f"model-based ({options.model}{how})"
+    strategies = {label: result.selection.choice, "Open MPI fixed decision": _ompi_default(options, collective),
+                  **_trained_best(options, collective)}
+    timed = {"Open MPI default (measured)": measured_default} if measured_default else {}
+    strategy, strategy_pick = cross_validated(options, collective, platform, mapping_of, choices, statistic)
+    if strategy is not None and strategy_pick is not None and measured_default:
+        cv_label = f"commcost, cross-validated ({strategy.chosen})"
+        timed[cv_label] = {pt: (measured_default.get(pt, float("nan")) if (pick := strategy_pick(*pt)) is None
+                                else times.get(pick, float("nan"))) for pt, times in measured.items()}
+    scores = penalties(measured, strategies, timed)
+    names = [*strategies, *timed, "best single algorithm"]
+    totals = {name: summary(scores, name) for name in names}
+    return Evaluation(options, collective, label, result, scores, names, totals, len(choices), statistic, strategy,
+                      getattr(options, "fit_summary", None))
+
+
+def _algorithm_fitted(options: EvaluateOptions, collective, params, price):
+    """``--algorithm-fit``: the pricer corrected by the trained file's per-algorithm fits, and whether it was
+    (cross-validation over P may have kept no per-algorithm scale for this collective)."""
+    from types import SimpleNamespace
+
+    from commcost.io.params_file import ALGORITHM_FIT
+    from commcost.workflows.select import with_algorithm_fits
+
+    if options.train.suffix.lower() != ".toml" and not options.from_collectives:
+        raise InputError("per-algorithm fits come from a parameter file or --from-collectives; expected "
+                         "--train PARAMS.toml", where="--algorithm-fit")
+    if options.from_collectives and not params.sections.get(ALGORITHM_FIT, {}).get(collective.value):
+        return price, False  # cross-validation over P kept no per-algorithm scale for this collective
+    return with_algorithm_fits(SimpleNamespace(collective=collective.value, model=options.model,
+                                               params=options.train), params, price), True
+
+
+def _ompi_default(options: EvaluateOptions, collective):
+    """Open MPI's fixed decision as a strategy (no pick for other libraries)."""
+    from commcost.selection.ompi_fixed import as_choice, decide
+
+    def ompi_default(nprocs: int, nbytes: int):
+        if options.library != "ompi":
+            return None
+        return as_choice(decide(collective, nprocs, nbytes))
+    return ompi_default
+
+
+def _trained_best(options: EvaluateOptions, collective) -> dict:
+    """The one algorithm a site tuned on the training rows would keep, as a strategy (none where the training
+    is a parameter file or its rows measure no point of two algorithms)."""
+    from commcost.selection.evaluate import best_single
+
+    if options.train.suffix.lower() == ".toml":
+        return {}
+    try:
+        trained_best = best_single(measured_table(options.train, collective, options.library,
+                                                  high=options.train_max_procs)[0])
+    except InputError:
+        trained_best = None
+    if trained_best is None:
+        return {}
+    return {f"best single on train ({trained_best.label})": lambda nprocs, nbytes: trained_best}

@@ -1,9 +1,24 @@
-"""Fits from collective sweeps: every training row priced under one model, and the fitted sections a
-parameter file keeps."""
+"""Model parameters from a measurements CSV (``commcost fit``), and fits from collective sweeps: every
+training row priced under one model, and the fitted sections a parameter file keeps.
+
+Models: ``hockney``, ``loggp`` and ``taulop`` per channel from point-to-point
+rows (:mod:`commcost.calibration.from_measurements`), ``maxrate`` (paper 001's
+rows from ping-pongs per channel), and ``ompi_bcast_model``, paper 004's gamma,
+Q and per-algorithm o, L from NBFT and broadcast + flat gather rows
+(:mod:`commcost.closedform.ompi_bcast_calibration`); with ``from_collectives``
+the model's channels fitted to measured times of forced collective algorithms.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
 from commcost.errors import InputError
+from commcost.workflows.pricing import PAPER004, collectives, transfer_counts
 
 
 def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None, start=None,
@@ -73,3 +88,253 @@ def collective_fit_sections(fit) -> dict:
         return {"taulop": {"beyond_m": "slope", **taulop_tables(theta, names, fit.tau_max, sizes)},
                 "algorithm_fit": fits, **reduction}
     return {fit.model: fit.params, "algorithm_fit": fits, **reduction}
+
+
+@dataclass
+class FitOptions:
+    """What ``commcost fit`` fits and where it writes (its options, by their argparse names)."""
+
+    measurements: Path | None = None  # measurements CSV (commcost calibrate / commcost import)
+    model: str | None = None  # hockney, loggp, taulop, loggph (from collectives), maxrate, ompi_bcast_model
+    out: Path | None = None  # the parameter file to write (.toml)
+    transfers: list[str] = field(default_factory=list)  # tau-Lop: CHANNEL=K transfers per transmission
+    benchmark: list[str] = field(default_factory=list)  # fit only rows of these benchmarks
+    statistic: str = "median"  # per-point time to fit: median or mean
+    shm_channel: str | None = None  # ompi_bcast_model: the shared-memory channel's name (default shm)
+    network_channel: str | None = None  # ompi_bcast_model: the network channel's name (default tcp)
+    from_collectives: bool = False  # fit to measured times of forced collective algorithms
+    platform: Path | None = None  # from_collectives or maxrate: the platform the rows ran on
+    collectives: str | None = None  # from_collectives: comma list of collectives to fit on (default all)
+    max_procs: int | None = None  # from_collectives: only rows of at most this many ranks
+    prior_weight: float | None = None  # from_collectives: points the nominal channel values weigh (default 1)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class ChannelFit:
+    """A per-channel fit to point-to-point rows (hockney, loggp, taulop) and what it wrote."""
+
+    options: FitOptions
+    fits: list
+    meta: dict
+    left_out: dict
+
+    def to_dict(self) -> dict:
+        """The JSON document ``--format json`` prints."""
+        return {"out": str(self.options.out), "meta": self.meta, "left_out": self.left_out,
+                "channels": {f.channel: {**f.report, "benchmarks": f.benchmarks} for f in self.fits}}
+
+
+@dataclass
+class MaxrateFit:
+    """Paper 001's max-rate rows fitted from ping-pongs, and the fit's report."""
+
+    options: FitOptions
+    section: dict
+    report: dict
+
+    def to_dict(self) -> dict:
+        """The JSON document ``--format json`` prints."""
+        return {"out": str(self.options.out), "maxrate": self.section, "report": self.report}
+
+
+@dataclass
+class Paper004Fit:
+    """Paper 004's parameters (gamma, Q, per-algorithm o and L), the per-algorithm fits and the report."""
+
+    options: FitOptions
+    params: Any  # commcost.closedform.ompi_bcast_params.Paper004Params
+    fits: list
+    report: dict
+    meta: dict
+
+    def to_dict(self) -> dict:
+        """The JSON document ``--format json`` prints."""
+        return {"out": str(self.options.out), "meta": self.meta, "params": self.params.to_dict(),
+                "report": self.report}
+
+
+@dataclass
+class CollectivesFit:
+    """A model fitted to collective times (inverse calibration), its summary and the seconds it took."""
+
+    options: FitOptions
+    fit: Any  # commcost.calibration.fit_from_collectives.CollectiveFit
+    total: dict
+    seconds: float
+
+    def to_dict(self) -> dict:
+        """The JSON document ``--format json`` prints."""
+        fit = self.fit
+        return {"out": str(self.options.out), "params": fit.params, "fitted": fit.extra,
+                "assumed": fit.assumed, "unidentified": fit.unidentified,
+                "poorly_identified": fit.weak, "confounded": fit.confounded,
+                "summary": self.total, "per_algorithm": fit.per_algorithm, "seconds": self.seconds,
+                "corrections": {c: {"form": v.form, "held_out_procs": list(v.held_out),
+                                    "sizes": v.points, "mean_penalty_pct": v.pct,
+                                    "across_nodes": v.multi_node, "why": v.why}
+                                for c, v in fit.correction_choices.items()},
+                "steps": fit.steps, "pricings": fit.pricings}
+
+
+def fit_measurements(options: FitOptions) -> ChannelFit | MaxrateFit | Paper004Fit | CollectivesFit:
+    """Fit ``options.model`` to the rows of ``options.measurements`` and write the parameter file
+    ``options.out``; the fit, by kind (its ``to_dict()`` is what ``commcost fit --format json`` prints)."""
+    from commcost.calibration.from_measurements import benchmark_rows, fit_channels, model_section
+    from commcost.io.measurements import fit_times, measurement_columns, read_measurements
+    from commcost.io.params_file import write_params
+
+    check_fit_options(options)
+    transfers = transfer_counts(options.transfers)
+    rows = read_measurements(options.measurements)
+    if not rows:
+        raise InputError("no measurements in the file", source=str(options.measurements))
+    if options.from_collectives:
+        return fit_from_collectives(options, rows)
+    if options.model == "loggph":
+        raise InputError("LogGPH is fitted to collective times; expected --from-collectives", where="--model")
+    columns = fit_times(measurement_columns(rows), options.statistic)
+    if options.model == PAPER004:
+        return fit_ompi_bcast(options, columns)
+    if options.model == "maxrate":
+        return fit_maxrate(options, columns)
+    try:
+        left_out = benchmark_rows(columns, options.benchmark)[1]
+        fits = fit_channels(columns, options.model, transfers, options.benchmark)
+    except InputError as exc:
+        raise exc.located(source=str(options.measurements)) from None
+    benchmarks = sorted({b for f in fits for b in f.benchmarks})
+    meta = {
+        "fitted_from": str(options.measurements),
+        "fitted_at": _now(),
+        "model": options.model,
+        "statistic": options.statistic,
+        "points": sum(f.npoints for f in fits),
+        "benchmarks": benchmarks,
+        "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
+        "host": sorted({h for h in columns["host"].tolist() if h}),
+        "quality": {f.channel: {"points": f.npoints, "mu_mean": f.report.get("mu_mean"),
+                                "mu_max": f.report.get("mu_max")} for f in fits},
+    }
+    if options.model == "loggp":  # a ping-pong identifies G and 2o + L only: no [loggph] section a model could use
+        meta["loggp"] = {f.channel: f.params for f in fits}
+        meta["loggp_note"] = ("ping-pong times identify G and 2o + L only; o, L and g need a measured "
+                              "overhead and gap, so no [loggph] section is written")
+        write_params(options.out, {}, meta)
+    else:
+        write_params(options.out, {options.model: model_section(options.model, fits)}, meta)
+    return ChannelFit(options, fits, meta, left_out)
+
+
+def fit_maxrate(options: FitOptions, columns) -> MaxrateFit:
+    """Paper 001's max-rate rows from ping-pongs (:mod:`commcost.calibration.fit_maxrate`)."""
+    from commcost.calibration.fit_maxrate import maxrate_from_pingpongs
+    from commcost.io.params_file import write_params
+
+    platform = None
+    if options.platform is not None:
+        from commcost.io.platform_file import load_platform
+
+        platform, _ = load_platform(options.platform)
+        intra = {c.name for c in platform.channels if c.level == "node"}
+    else:
+        intra = {"shm"}
+    try:
+        section, report = maxrate_from_pingpongs(columns, intra, options.benchmark, platform)
+    except InputError as exc:
+        raise exc.located(source=str(options.measurements)) from None
+    meta = {"fitted_from": str(options.measurements), "model": "maxrate",
+            "fitted_at": _now(),
+            "method": "paper 001 Table 1's rows from per-channel Hockney fits with protocol breaks",
+            "quality": report}
+    write_params(options.out, {"maxrate": section}, meta)
+    return MaxrateFit(options, section, report)
+
+
+def fit_ompi_bcast(options: FitOptions, columns) -> Paper004Fit:
+    """Paper 004: gamma and Q from NBFT rows (eq. 14-15), o and L per algorithm from bcast+gather rows (eq. 16-19)."""
+    from commcost.closedform.ompi_bcast_calibration import calibrate_paper004
+    from commcost.closedform.ompi_bcast_params import SECTION
+    from commcost.io.params_file import write_params
+
+    try:
+        params, fits, report = calibrate_paper004(columns, shm=options.shm_channel or "shm",
+                                                  network=options.network_channel or "tcp")
+    except InputError as exc:
+        raise exc.located(source=str(options.measurements)) from None
+    meta = {
+        "fitted_from": str(options.measurements),
+        "fitted_at": _now(),
+        "model": SECTION, "method": "paper 004 section 5: gamma, Q from NBFTs (eq. 14-15); o, L per "
+                                    "algorithm from bcast + flat gather (eq. 16-19), Huber, relative residuals",
+        "statistic": options.statistic,
+        "points": sum(int(f.measured_s.size) for f in fits),
+        "mpi": sorted({m for m in columns["mpi"].tolist() if m}),
+        "host": sorted({h for h in columns["host"].tolist() if h}),
+        "sources": report["sources"],
+        "quality": {a: {k: v for k, v in r.items() if k != "residuals_s"} for a, r in report["algorithms"].items()},
+    }
+    write_params(options.out, {SECTION: params.to_dict()}, meta)
+    return Paper004Fit(options, params, fits, report, meta)
+
+
+def check_fit_options(options: FitOptions) -> None:
+    """Refuse an option of another kind of fit (it would be ignored) and an empty or impossible value."""
+    only = {"--collectives": (options.collectives, options.from_collectives, "--from-collectives"),
+            "--max-procs": (options.max_procs, options.from_collectives, "--from-collectives"),
+            "--prior-weight": (options.prior_weight, options.from_collectives, "--from-collectives"),
+            "--platform": (options.platform, options.from_collectives or options.model == "maxrate",
+                           "--from-collectives or --model maxrate"),
+            "--shm-channel": (options.shm_channel, options.model == PAPER004, f"--model {PAPER004}"),
+            "--network-channel": (options.network_channel, options.model == PAPER004, f"--model {PAPER004}")}
+    for flag, (value, applies, mode) in only.items():
+        if value is not None and not applies:
+            raise InputError(f"applies only with {mode}; this fit would ignore it", where=flag)
+    for flag, value in (("--shm-channel", options.shm_channel), ("--network-channel", options.network_channel)):
+        if value is not None and not value.strip():
+            raise InputError("expected a channel's name, got an empty one", where=flag)
+    if options.prior_weight is not None and not (math.isfinite(options.prior_weight) and options.prior_weight >= 0):
+        raise InputError(f"expected a number of points >= 0, got {options.prior_weight}", where="--prior-weight")
+    if options.max_procs is not None and options.max_procs < 2:
+        raise InputError(f"expected --max-procs >= 2 (a collective's ranks), got {options.max_procs}",
+                         where="--max-procs")
+    if options.collectives is not None:
+        chosen = [c.strip() for c in options.collectives.split(",") if c.strip()]
+        known = [c.value for c in collectives()]
+        if not chosen or any(c not in known for c in chosen):
+            raise InputError(f"expected a comma list of {', '.join(known)}, got {options.collectives!r}",
+                             where="--collectives")
+
+
+def fit_from_collectives(options: FitOptions, rows) -> CollectivesFit:
+    """The model's channels fitted to the rows' forced collective algorithms (:func:`fit_collective_rows`),
+    written with the per-algorithm corrections (:func:`collective_fit_sections`)."""
+    import time
+
+    from commcost.io.params_file import write_params
+    from commcost.io.platform_file import load_platform
+
+    if options.platform is None:
+        raise InputError("fitting to collective times prices schedules on a platform; expected --platform",
+                         where="--platform")
+    platform, _ = load_platform(options.platform)
+    chosen = [c.strip() for c in options.collectives.split(",") if c.strip()] if options.collectives else None
+    started = time.perf_counter()
+    try:
+        fit = fit_collective_rows(rows, platform, options.model, chosen, options.max_procs,
+                                  prior_weight=1.0 if options.prior_weight is None else options.prior_weight)
+    except InputError as exc:
+        raise exc.located(source=str(options.measurements)) from None
+    spent = time.perf_counter() - started
+    total = fit.summary()
+    meta = {"fitted_from": str(options.measurements), "method": "inverse calibration on collective times",
+            "fitted_at": _now(),
+            "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
+                        "unidentified": fit.unidentified, "poorly_identified": fit.weak,
+                        "confounded": fit.confounded,
+                        "per_algorithm": fit.per_algorithm}}
+    write_params(options.out, collective_fit_sections(fit), meta)
+    return CollectivesFit(options, fit, total, spent)

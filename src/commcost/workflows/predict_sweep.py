@@ -85,14 +85,18 @@ def price_sweep(args: argparse.Namespace, chosen, given: dict[str, int], procs: 
     return rows, skipped
 
 
+def sweep_document(header: dict, chosen, rows: list[dict], skipped: list[str]) -> dict:
+    """The sweep as the JSON document ``--format json`` prints (times in seconds)."""
+    return {**header, "algorithms": [{"algorithm": a.key, "library": a.library, "id": a.id} for a in chosen],
+            "points": rows, "skipped": skipped}
+
+
 def print_sweep(args: argparse.Namespace, header: dict, chosen, rows: list[dict], skipped: list[str]) -> None:
     """The sweep in ``args.format``: OSU-style table, long CSV, or JSON."""
     unit = args.unit
     factor = TIME_UNITS[unit]
     if args.format == "json":
-        print(json.dumps({**header, "algorithms": [{"algorithm": a.key, "library": a.library, "id": a.id}
-                                                   for a in chosen],
-                          "points": rows, "skipped": skipped}, indent=2))
+        print(json.dumps(sweep_document(header, chosen, rows, skipped), indent=2))
         return
     if args.format == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")

@@ -157,3 +157,57 @@ def transfer_counts(items: list[str]) -> dict[str, int]:
                              where="--transfers")
         transfers[name.strip()] = int(k)
     return transfers
+
+
+def algorithm_params(items: list[str]) -> dict[str, int]:
+    """``NAME=VALUE`` pairs; values are integers or sizes (8KiB)."""
+    from commcost.units import parse_nbytes
+
+    values: dict[str, int] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise InputError(f"expected NAME=VALUE, got {item!r}", where="--param")
+        try:
+            values[name] = parse_nbytes(text)
+        except InputError:
+            raise InputError(f"{name}: expected an integer or a size such as 8KiB, got {text!r}",
+                             where="--param") from None
+    return values
+
+
+def collective_case(args) -> "Case":
+    """The :class:`~commcost.collectives.Case` that ``--collective``, ``--procs``, ``--nbytes`` and ``--root`` name."""
+    from commcost.units import parse_nbytes
+
+    for flag, value in (("--procs", args.procs), ("--nbytes", args.nbytes)):
+        if value is None:
+            raise InputError(f"--collective needs {flag}", where=flag)
+    try:
+        nbytes = parse_nbytes(args.nbytes)
+    except InputError as exc:
+        raise exc.located(where="--nbytes") from None
+    return case_of(args.collective, args.procs, nbytes, args.root)
+
+
+def collective_schedule(args) -> tuple:
+    """The algorithm ``--algorithm`` names and its schedule for the case the options name; errors name the
+    option."""
+    from commcost.collectives import build, find
+    from commcost.collectives.recorder import ScheduleTooLarge
+
+    case = collective_case(args)
+    if not args.algorithm:
+        raise InputError("--collective needs --algorithm NAME", where="--algorithm")
+    try:
+        algorithm = find(case.collective, args.algorithm)
+    except InputError as exc:
+        raise exc.located(where="--algorithm") from None
+    given = algorithm_params(args.param)
+    try:
+        return algorithm, build(algorithm, case, given).schedule
+    except ScheduleTooLarge as exc:
+        raise InputError(f"{algorithm.key}: {exc.message}", where="--procs") from None
+    except InputError as exc:
+        where = f"--{exc.where}" if exc.where in ("procs", "root") else f"--param {exc.where}" if exc.where else None
+        raise InputError(exc.message, where=where) from None
