@@ -122,8 +122,9 @@ def test_select_says_which_candidates_exceed_the_transmission_limit_and_the_limi
     monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "10000")
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    said = ("commcost: not priced (never picked; --max-transmissions or COMMCOST_MAX_TRANSMISSIONS raises the "
-            "limit): ompi.split_binary_tree(segsize=8192) on 64 ranks at 4,194,304 B: more than 10,000 transmissions")
+    said = ("commcost: not priced (never picked; --max-transmissions or --max-memory raises the limit): "
+            "ompi.split_binary_tree(segsize=8192) on 64 ranks at 4,194,304 B: more than 10,000 transmissions "
+            "(about 3.052MiB while priced)")
     assert said in err
     assert "chain" in out and "split_binary_tree" not in out  # the folded chain needs no more than the limit
     monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "lots")
@@ -137,3 +138,36 @@ def test_select_says_which_candidates_exceed_the_transmission_limit_and_the_limi
         main(["--max-transmissions", "0", *argv])
     err = capsys.readouterr().err.strip()
     assert exit_code.value.code == 2 and len(err.splitlines()) == 1 and "--max-transmissions" in err
+
+
+def test_a_memory_bound_refuses_what_its_pricing_would_take_beyond_it(capsys, monkeypatch):
+    """Issue 36 item 3: ``--max-memory`` (or $COMMCOST_MAX_MEMORY) bounds a pricing's memory, at
+    BYTES_PER_TRANSMISSION a transmission; past it, one line naming the collective, its size and P."""
+    from commcost.cli.main import main
+    from commcost.collectives.recorder import BYTES_PER_TRANSMISSION, MEMORY_VARIABLE, transmission_limit
+
+    monkeypatch.delenv(MEMORY_VARIABLE, raising=False)
+    monkeypatch.delenv("COMMCOST_MAX_TRANSMISSIONS", raising=False)
+    unbounded = transmission_limit()
+    monkeypatch.setenv(MEMORY_VARIABLE, "1MiB")
+    assert transmission_limit() == (1 << 20) // BYTES_PER_TRANSMISSION < unbounded
+    monkeypatch.delenv(MEMORY_VARIABLE)
+    argv = ["predict", "--collective", "bcast", "--algorithm", "binomial", "--params", str(EX / "params" /
+            "illustrative.toml"), "--platform", str(EX / "cluster" / "platform.toml"), "--procs", "1024", "--ppn",
+            "32", "--nbytes", "1MiB", "--model", "hockney"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["--max-memory", "100KiB", *argv]) == 2  # 1,023 transmissions take about 320 KiB
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bcast of 1,048,576 bytes on 1,024 ranks" in err and "--max-memory" in err
+    assert MEMORY_VARIABLE not in os.environ  # for that command only
+    with pytest.raises(SystemExit) as exit_code:
+        main(["--max-memory", "lots", *argv])
+    err = capsys.readouterr().err.strip()
+    assert exit_code.value.code == 2 and len(err.splitlines()) == 1 and "--max-memory" in err and "'lots'" in err
+    select = ["select", "bcast", "--params", str(EX / "params" / "illustrative.toml"), "--platform",
+              str(EX / "cluster" / "platform.toml"), "--procs", "1024", "--ppn", "32", "--sizes", "1MiB",
+              "--algorithms", "binomial,knomial", "--model", "hockney"]
+    assert main(["--max-memory", "100KiB", *select]) == 2  # nothing priced: one line, not a table of NaN
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no candidate could be priced" in err

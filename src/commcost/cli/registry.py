@@ -20,7 +20,8 @@ import warnings
 from typing import Callable
 
 from commcost import __version__
-from commcost.collectives.recorder import LIMIT_VARIABLE, MAX_TRANSMISSIONS, read_transmission_limit
+from commcost.collectives.recorder import (BYTES_PER_TRANSMISSION, LIMIT_VARIABLE, MAX_TRANSMISSIONS, MEMORY_VARIABLE,
+                                           read_memory_limit, read_transmission_limit)
 from commcost.errors import InputError, InputWarning
 
 
@@ -55,7 +56,10 @@ def registered_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"commcost {__version__}")
     parser.add_argument("--max-transmissions", type=_transmissions, metavar="N",
                         help=f"refuse, before building it, a schedule of more than N transmissions (default "
-                             f"{MAX_TRANSMISSIONS:,}, about 2 GB while it is priced; ${LIMIT_VARIABLE} too)")
+                             f"{MAX_TRANSMISSIONS:,}, about 2.4 GiB while it is priced; ${LIMIT_VARIABLE} too)")
+    parser.add_argument("--max-memory", type=_memory, metavar="SIZE",
+                        help=f"refuse, before building it, a schedule whose pricing would take more than SIZE "
+                             f"(512MiB, 4GiB; {BYTES_PER_TRANSMISSION} bytes per transmission; ${MEMORY_VARIABLE} too)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (help_text, configure, _) in COMMANDS.items():
         configure(sub.add_parser(name, help=help_text, description=help_text))
@@ -66,6 +70,14 @@ def _transmissions(text: str) -> int:
     """--max-transmissions: a whole number >= 1 (:func:`~commcost.collectives.recorder.read_transmission_limit`)."""
     try:
         return read_transmission_limit(text, "--max-transmissions")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _memory(text: str) -> int:
+    """--max-memory: a size (:func:`~commcost.collectives.recorder.read_memory_limit`)."""
+    try:
+        return read_memory_limit(text, "--max-memory")
     except InputError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
 
@@ -85,9 +97,12 @@ def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    said = os.environ.get(LIMIT_VARIABLE)
-    if getattr(args, "max_transmissions", None):  # for this command (and the ranks it starts) only
-        os.environ[LIMIT_VARIABLE] = str(args.max_transmissions)
+    limits = {LIMIT_VARIABLE: getattr(args, "max_transmissions", None),
+              MEMORY_VARIABLE: getattr(args, "max_memory", None)}
+    said = {name: os.environ.get(name) for name in limits}
+    for name, value in limits.items():  # for this command (and the ranks it starts) only
+        if value:
+            os.environ[name] = str(value)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", InputWarning)
@@ -101,10 +116,11 @@ def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
         print(f"commcost: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     finally:
-        if said is None:
-            os.environ.pop(LIMIT_VARIABLE, None)
-        else:
-            os.environ[LIMIT_VARIABLE] = said
+        for name, value in said.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_command(argv: list[str]) -> int:

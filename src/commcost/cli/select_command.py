@@ -64,10 +64,8 @@ def _select(args: argparse.Namespace) -> int:
     grid = select_grid(from_namespace(SelectOptions, args))
     if args.html:
         write_html(args, _page(args, grid))
-    from commcost.collectives.recorder import LIMIT_VARIABLE
-
     for line in dict.fromkeys(grid.refused):  # on stderr: stdout stays what the format says
-        print(f"commcost: not priced (never picked; --max-transmissions or {LIMIT_VARIABLE} raises the limit): "
+        print(f"commcost: not priced (never picked; --max-transmissions or --max-memory raises the limit): "
               f"{line}", file=sys.stderr)
     if args.format != "table":  # stdout stays machine-readable
         for line in grid.written:

@@ -37,17 +37,48 @@ from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 Range = tuple[int, int]
 
 
-MAX_TRANSMISSIONS = 8_000_000  # about 2 GB at their peak (240 bytes each); a ring allgather on 2,048 ranks is 4.2 M
+MAX_TRANSMISSIONS = 8_000_000  # about 2.4 GiB at their peak (320 bytes each); a ring allgather on 2,048 ranks is 4.2 M
 LIMIT_VARIABLE = "COMMCOST_MAX_TRANSMISSIONS"  # the environment variable that sets another limit
+# a pricing's peak memory per transmission (arrays, the placed schedule, the timeline): 234 to 311 bytes measured
+# by tracemalloc for Hockney and LogGP pricings of 1-2 M transmissions (bcast pipeline, ring allgather and
+# allreduce on 1,024 ranks), rounded up
+BYTES_PER_TRANSMISSION = 320
+MEMORY_VARIABLE = "COMMCOST_MAX_MEMORY"  # the environment variable that bounds a pricing's memory (a size: 1GiB)
 
 
 def transmission_limit() -> int:
     """The most transmissions a schedule may have before it is refused up front (:class:`ScheduleTooLarge`):
-    ``$COMMCOST_MAX_TRANSMISSIONS`` when set (an integer >= 1), else :data:`MAX_TRANSMISSIONS`. A pricing
-    at its peak holds about 240 bytes per transmission (arrays, the placed schedule, the timeline), so the
-    default keeps one schedule near 2 GB; a larger machine may raise it."""
+    ``$COMMCOST_MAX_TRANSMISSIONS`` when set (an integer >= 1), else :data:`MAX_TRANSMISSIONS`, and no more
+    than ``$COMMCOST_MAX_MEMORY`` allows at :data:`BYTES_PER_TRANSMISSION` each when that is set. The
+    default keeps one schedule's pricing near 2.4 GiB; a larger machine may raise it."""
     text = os.environ.get(LIMIT_VARIABLE, "").strip()
-    return read_transmission_limit(text, LIMIT_VARIABLE) if text else MAX_TRANSMISSIONS
+    limit = read_transmission_limit(text, LIMIT_VARIABLE) if text else MAX_TRANSMISSIONS
+    memory = os.environ.get(MEMORY_VARIABLE, "").strip()
+    if memory:
+        limit = min(limit, read_memory_limit(memory, MEMORY_VARIABLE) // BYTES_PER_TRANSMISSION)
+    return limit
+
+
+def read_memory_limit(text: str, where: str) -> int:
+    """A memory bound as given (``where``: the variable or option that gave it): a size (``512MiB``, ``2GiB``,
+    bytes) of at least one transmission's :data:`BYTES_PER_TRANSMISSION`."""
+    from commcost.units import parse_nbytes
+
+    try:
+        nbytes = parse_nbytes(text.strip()[:40])
+    except InputError:
+        nbytes = -1
+    if nbytes < BYTES_PER_TRANSMISSION:
+        raise InputError(f"expected a size of at least {BYTES_PER_TRANSMISSION} bytes (one transmission priced), "
+                         f"such as 512MiB or 2GiB, got {text[:40]!r}", where=where)
+    return nbytes
+
+
+def _peak(transmissions: int) -> str:
+    """What pricing ``transmissions`` would take at its peak, for a refusal's message."""
+    from commcost.units import format_nbytes
+
+    return f"about {format_nbytes(transmissions * BYTES_PER_TRANSMISSION)} while priced"
 
 
 def read_transmission_limit(text: str, where: str) -> int:
@@ -250,17 +281,19 @@ class Recorder:
         allows (before its arrays are built: a segmented pipeline's are segments x edges long)."""
         if self.count + count > self.limit:
             raise ScheduleTooLarge(
-                f"the schedule of this {self.case.collective.value} on {self.case.nprocs:,} ranks would exceed "
-                f"{self.limit:,} transmissions{f' ({why})' if why else ''}; expected fewer ranks, larger "
-                f"segments, a closed-form model, or a larger {LIMIT_VARIABLE}")
+                f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
+                f"{self.case.nprocs:,} ranks would exceed {self.limit:,} transmissions ({_peak(self.limit)}"
+                f"{f'; {why}' if why else ''}); expected fewer ranks, larger segments, a closed-form model, or a "
+                f"larger --max-transmissions or --max-memory")
 
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
                 phase: np.ndarray | None = None) -> None:
         self._count += len(src)
         if self._count > self.limit:
             raise ScheduleTooLarge(
-                f"the schedule of this {self.case.collective.value} on {self.case.nprocs:,} ranks exceeds "
-                f"{self.limit:,} transmissions; expected fewer ranks, or a closed-form model")
+                f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
+                f"{self.case.nprocs:,} ranks exceeds {self.limit:,} transmissions ({_peak(self.limit)}); "
+                f"expected fewer ranks, or a closed-form model")
         if len(src):
             self._src.append(src)
             self._dst.append(dst)

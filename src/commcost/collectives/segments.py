@@ -30,7 +30,8 @@ def reserved_segment_bounds(rec: Any, nbytes: int, segsize: int, edges: int) -> 
     """:func:`segment_bounds`, after ``rec`` (a Recorder) has refused up front a pipeline whose segments times
     ``edges`` (transmissions per segment at least) exceed its limit."""
     bounds = segment_bounds(nbytes, segsize)
-    rec.reserve((len(bounds) - 1) * edges, f"{len(bounds) - 1:,} segments of {segsize} bytes")
+    count = len(bounds) - 1
+    rec.reserve(count * edges, f"{count:,} segments of {segsize:,} bytes" if count > 1 else "unsegmented")
     return bounds
 
 

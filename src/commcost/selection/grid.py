@@ -19,12 +19,13 @@ import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
 from commcost.collectives.ompi_han import on_placement
-from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
+from commcost.collectives.recorder import BYTES_PER_TRANSMISSION, ScheduleTooLarge, transmission_limit
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.selection.long_pipeline import pipeline_statistic_s
 from commcost.selection.pipeline_price import pipeline_time_s
 from commcost.platform import Mapping, Platform
+from commcost.units import format_nbytes
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,8 @@ def _refuse(refused: list[str] | None, algorithm: Algorithm, values: dict[str, i
         tunables = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
         refused.append(f"{algorithm.key}{f'({tunables})' if tunables else ''} on {nprocs:,} ranks at "
                        f"{', '.join(f'{int(n):,}' for n in sizes)} B: more than {transmission_limit():,} "
-                       "transmissions")
+                       f"transmissions (about {format_nbytes(transmission_limit() * BYTES_PER_TRANSMISSION)} while "
+                       "priced)")
 
 
 def _without_repeats(schedule) -> bytes:

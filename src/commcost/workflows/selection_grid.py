@@ -9,6 +9,8 @@ the command line only builds :class:`SelectOptions` and prints the result.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,11 @@ def select_grid(options: SelectOptions) -> SelectGrid:
     refused: list[str] = []
     price = make_pricer(args, procs, refused)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
+    if refused and not any(math.isfinite(t) for t in result.time_s.ravel().tolist()):
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise InputError(f"no candidate could be priced: {refused[0]}{more}; "
+                         "expected fewer ranks or smaller sizes, or a larger --max-transmissions or --max-memory",
+                         where="--procs")
     chosen = result.chosen
     default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
     title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
