@@ -15,6 +15,15 @@ most 64 ranks. Two fits of the same points in the same run:
 
 Both print their time, pricings of every point, parameters and fit figures,
 for Hockney (alpha, beta per channel) and for tau-Lop (o, L, G per table).
+
+``python bench/bench_fit_collectives.py --synthetic [MAX_P]``: a sweep priced
+from known Hockney and LogGPH parameters (ring and recursive-doubling
+allreduce, allgather and reduce_scatter on 64 ranks up to MAX_P, default
+1,024, four per node on examples/cluster, 64 KiB to 8 MiB whole buffers),
+fitted twice in the same run: with the fold of repeated pricings by one
+node's ranks (``commcost.models.symmetry.placed_fold``) and without it (the
+baseline), each with its time, peak memory (tracemalloc) and how far it
+lands from the generating parameters.
 """
 
 from __future__ import annotations
@@ -27,8 +36,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from commcost.calibration.fit_from_collectives import (F_SCALE, LOSS, MODEL_PARAMS, STARTS, collective_points,
+from commcost.calibration.fit_from_collectives import (F_SCALE, LOSS, MODEL_PARAMS, collective_points,
                                                        fit_model, fitted_units, pricer)
+from commcost.calibration.fit_layout import STARTS
 from commcost.io.coltune_import import read_coltune
 from commcost.io.measurements import MeasurementStore, read_measurements
 from commcost.io.platform_file import load_platform
@@ -92,5 +102,69 @@ def compare(model: str, points, placed, units) -> None:
     print(f"{model}: speed-up of commcost's fit over the baseline: {t_base / t_fit:.1f}x")
 
 
+SYNTHETIC_TRUTH = {"hockney": {"shm": {"alpha_s": 0.8e-6, "beta_s_per_byte": 0.15e-9},
+                               "ib": {"alpha_s": 2.5e-6, "beta_s_per_byte": 0.4e-9}},
+                   "loggph": {"shm": {"o_s": 0.4e-6, "L_s": 0.3e-6, "g_s": 0.2e-6, "G_s_per_byte": 0.15e-9},
+                              "ib": {"o_s": 1.0e-6, "L_s": 1.5e-6, "g_s": 0.5e-6, "G_s_per_byte": 0.4e-9}}}
+
+
+def synthetic(max_procs: int) -> None:
+    """The synthetic sweep of the module docstring: fitted with and without the fold, same run."""
+    import tracemalloc
+
+    from commcost.calibration.fit_from_collectives import Point, parameter_layout
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.models import PlacedSchedule, hockney, loggp
+    from commcost.platform import Mapping
+
+    platform, _ = load_platform(ROOT / "examples" / "cluster" / "platform.toml")
+    cases = [(c, a) for c in ("allreduce", "allgather", "reduce_scatter") for a in ("ring", "recursive_doubling")
+             if not (c == "reduce_scatter" and a == "recursive_doubling")]
+    procs = [p for p in (64, 256, 1024, 2048) if p <= max_procs]
+    labels, schedules = [], []
+    t0 = time.perf_counter()
+    for collective, algorithm in cases:
+        kind = Collective(collective)
+        for nprocs in procs:
+            for whole in (65536, 1 << 20, 8 << 20):
+                nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
+                schedules.append(build(find(kind, algorithm), Case(kind, nprocs, nbytes)).schedule)
+                labels.append((collective, algorithm, nprocs, nbytes))
+    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 4 ranks per node, "
+          f"{sum(s.ntransmissions for s in schedules):,} transmissions, built in {time.perf_counter() - t0:.1f} s")
+    for model in ("hockney", "loggph"):
+        truth_of = SYNTHETIC_TRUTH[model]
+        layout = parameter_layout(model, ["shm", "ib"], platform)
+        truth = np.array([truth_of[unit][name] for unit, name in layout])
+        for folded in (True, False):
+            saved = hockney.placed_fold, loggp.placed_fold
+            if not folded:
+                hockney.placed_fold = loggp.placed_fold = lambda placed, **_: None
+            try:
+                placed = [PlacedSchedule.of(s, platform, Mapping.sequential(platform, s.nprocs, 4)) for s in schedules]
+                price = pricer(model, placed, ["shm", "ib"])
+                rows = [Point(c, a, p, n, t) for (c, a, p, n), t in zip(labels, price(truth))]
+                tracemalloc.start()
+                t0 = time.perf_counter()
+                fit = fit_model(model, rows, ["shm", "ib"], price, layout=layout)
+                seconds = time.perf_counter() - t0
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            finally:
+                hockney.placed_fold, loggp.placed_fold = saved
+            off = np.abs(fit.theta / truth - 1)
+            far = ", ".join(f"{name} of {unit} {100 * o:.0f}%" for (unit, name), o in zip(layout, off) if o > 0.05)
+            print(f"  {model:8s} {'folded' if folded else 'whole (baseline)':17s} {seconds:7.1f} s, "
+                  f"{fit.pricings} pricings, peak {peak / 2 ** 20:7.1f} MiB beyond the schedules; "
+                  f"{len(layout) - far.count('%')} of {len(layout)} parameters within 5% of the truth"
+                  + (f" (off: {far}; confounded: {'; '.join(fit.confounded) or 'none said'})" if far else ""))
+
+
 if __name__ == "__main__":
+    import sys
+
+    if "--synthetic" in sys.argv:
+        rest = [a for a in sys.argv[1:] if a != "--synthetic"]
+        synthetic(int(rest[0]) if rest else 1024)
+        raise SystemExit(0)
     main()

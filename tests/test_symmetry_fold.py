@@ -106,3 +106,65 @@ def test_the_fold_is_refused_where_the_shift_is_no_symmetry(what):
     if what != "two node types":  # node types do not enter the placed schedule: channels and domains do
         assert fold_of(placed) is None
     assert np.array_equal(folded.end_times(placed), whole.end_times(placed))
+
+
+# --- the point-to-point models' timelines (Hockney, LogGP, LogGPH, HLogGP), folded the same way -----------------
+
+def _p2p_models():
+    from commcost.io.platform_file import load_platform
+    from commcost.models import MODELS
+    from commcost.models.hockney import Hockney, HockneyParams
+
+    params = load_params(EX / "params" / "illustrative.toml")
+    out = {name: MODELS[name](params.for_model(name)).with_reduction(params.reduction())
+           for name in ("hockney", "loggp", "loggph", "hloggp")}
+    shares = {"alpha_s": 1.0e-6, "beta_s_per_byte": 0.2e-9, "send_alpha_s": 0.4e-6, "send_beta_s_per_byte": 0.1e-9,
+              "recv_alpha_s": 0.3e-6, "recv_beta_s_per_byte": 0.15e-9, "eager_limit_bytes": 4096,
+              "rendezvous_alpha_s": 3.0e-6, "rendezvous_beta_s_per_byte": 0.1e-9,
+              "rendezvous_send_alpha_s": 0.5e-6, "rendezvous_send_beta_s_per_byte": 0.02e-9,
+              "rendezvous_recv_alpha_s": 0.8e-6, "rendezvous_recv_beta_s_per_byte": 0.09e-9}
+    network = {k: 3 * v if k.endswith("_s") else v for k, v in shares.items()}  # (per-byte values kept)
+    out["hockney-protocol"] = Hockney(HockneyParams.from_dict({"shm": {**shares, "backpressure_from_bytes": 0},
+                                                               "ib": network})).with_reduction(params.reduction())
+    return load_platform(EX / "cluster" / "platform.toml")[0], out
+
+
+P2P_CASES = [("allreduce", "ring", 64, 4, 4096), ("allreduce", "segmented_ring", 64, 8, 1 << 20),
+             ("allgather", "ring", 128, 16, 65536), ("reduce_scatter", "ring", 64, 8, 1 << 20),
+             ("allgather", "neighbor", 64, 4, 8192), ("allgather", "han", 64, 8, 1 << 20)]
+
+
+@pytest.mark.parametrize("collective,algorithm,nprocs,ppn,nbytes", P2P_CASES)
+def test_a_folded_point_to_point_timeline_gives_every_transmission_the_whole_runs_times(collective, algorithm,
+                                                                                           nprocs, ppn, nbytes):
+    """The fold by one node's ranks (``symmetry.placed_fold``) under Hockney (classic, and with eager and
+    rendezvous shares and backpressure), LogGP, LogGPH and HLogGP: every transmission's send completion and
+    end equal the whole run's, to the last bit."""
+    from commcost.models.symmetry import FOLD_KEY, placed_fold
+
+    platform, models = _p2p_models()
+    kind = Collective(collective)
+    schedule = build(find(kind, algorithm), Case(kind, nprocs, nbytes)).schedule
+    mapping = Mapping.sequential(platform, nprocs, ppn)
+    whole = PlacedSchedule.of(schedule, platform, mapping)
+    whole.__dict__[FOLD_KEY] = None
+    folded = PlacedSchedule.of(schedule, platform, mapping)
+    placed_fold(folded)  # the first pricing: no search
+    fold = placed_fold(folded, min_transmissions=1)
+    assert fold is not None and len(fold.fold.keep) * (nprocs // ppn) == schedule.ntransmissions
+    for name, model in models.items():
+        for a, b in zip(model.completions(whole), model.completions(folded)):
+            assert np.array_equal(a, b), name
+
+
+def test_the_fold_is_looked_for_at_the_second_pricing_only():
+    """One pricing (a select) runs whole: the search would cost more than it saves; a fit's repeated
+    pricings of the same placed schedule fold from the second on."""
+    from commcost.models.symmetry import FOLD_KEY, placed_fold
+
+    platform, _ = _p2p_models()
+    kind = Collective.ALLGATHER
+    schedule = build(find(kind, "ring"), Case(kind, 64, 4096)).schedule
+    placed = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, 64, 4))
+    assert placed_fold(placed, min_transmissions=1) is None and FOLD_KEY not in placed.__dict__
+    assert placed_fold(placed, min_transmissions=1) is not None and placed.__dict__[FOLD_KEY] is not None

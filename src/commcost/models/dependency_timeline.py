@@ -335,14 +335,16 @@ def dependency_times(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarray, af
                      send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
                      recv_service_s: np.ndarray | None = None,
                      serialize: bool = True, recv_occupancy_s: np.ndarray | None = None,
-                     recv_prev: np.ndarray | None = None, schedule=None) -> tuple[np.ndarray, np.ndarray]:
+                     recv_prev: np.ndarray | None = None, schedule=None, folded=None) -> tuple[np.ndarray, np.ndarray]:
     """``(start, done)`` of every transmission of a dependency schedule (seconds from its start), by the
     recurrences of the module docstring; ``serialize``: a sender injects one message at a time;
     ``recv_prev``: the reception its receiver takes before each one (-1: any order). ``schedule``: the
     :class:`~commcost.schedule.Schedule` these arrays are of, which then keeps their derived structure for
-    the next pricing (a fit prices the same schedules hundreds of times)."""
+    the next pricing (a fit prices the same schedules hundreds of times). ``folded``: the schedule's
+    :class:`~commcost.models.symmetry.NodeFold`, to run one node's transmissions only."""
     start, _, done = dependency_completions(src, dst, after_ptr, after_idx, nprocs, send_busy_s, inject_s, flight_s,
-                                            recv_service_s, serialize, recv_occupancy_s, recv_prev, schedule)
+                                            recv_service_s, serialize, recv_occupancy_s, recv_prev, schedule,
+                                            folded=folded)
     return start, done
 
 
@@ -350,13 +352,27 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
                            nprocs: int, send_busy_s: np.ndarray, inject_s: np.ndarray, flight_s: np.ndarray,
                            recv_service_s: np.ndarray | None = None, serialize: bool = True,
                            recv_occupancy_s: np.ndarray | None = None, recv_prev: np.ndarray | None = None,
-                           schedule=None, sync: np.ndarray | None = None, pressed: np.ndarray | None = None
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                           schedule=None, sync: np.ndarray | None = None, pressed: np.ndarray | None = None,
+                           folded=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(start, completed, done)`` of every transmission (:func:`dependency_times`, with when each send
     completes for its sender): ``start + inject``, and where ``sync`` is true that plus how long its message
     waited at its receiver's port (a rendezvous send, with inject = flight: when its receiver takes it),
     where ``pressed`` is true that plus how long it waited for the receiver's queue to drain what arrived
-    before it (backpressure; module docstring)."""
+    before it (backpressure; module docstring).
+
+    ``folded``: a :class:`~commcost.models.symmetry.NodeFold` of the schedule (a shift of ranks by one
+    node's ranks that maps it onto itself, its times included): then only the representatives run, on the
+    folded ranks, and every transmission takes its representative's times (exact: the run is invariant
+    under the shift; tests/test_symmetry_fold.py compares with whole runs)."""
+    if folded is not None:
+        f = folded.fold
+
+        def part(a):
+            return a[f.keep] if isinstance(a, np.ndarray) and a.ndim else a
+        start, completed, done = dependency_completions(
+            f.src, f.dst, f.after_ptr, f.after_idx, f.nprocs, part(send_busy_s), part(inject_s), part(flight_s),
+            part(recv_service_s), serialize, part(recv_occupancy_s), f.recv_prev, folded, part(sync), part(pressed))
+        return start[f.rep], completed[f.rep], done[f.rep]
     n = len(src)
     if n == 0:
         return np.zeros(0), np.zeros(0), np.zeros(0)

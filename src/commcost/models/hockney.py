@@ -67,6 +67,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.symmetry import placed_fold
 from commcost.models.dependency_timeline import dependency_completions
 from commcost.models.timeline import serialized
 
@@ -263,7 +264,7 @@ class Hockney(Model):
         _, completed, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent,
                                                     wire, self.receive_service_s(placed), recv_occupancy_s=held,
                                                     recv_prev=s.recv_prev, schedule=s, sync=rendezvous,
-                                                    pressed=pressed)
+                                                    pressed=pressed, folded=placed_fold(placed))
         return completed, done
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:

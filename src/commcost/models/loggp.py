@@ -34,6 +34,7 @@ import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.symmetry import placed_fold
 from commcost.models.dependency_timeline import dependency_times
 from commcost.models.timeline import LogGPArrays, loggp_end_times, loggp_receive_occupancy
 
@@ -73,7 +74,7 @@ def completions_of(placed: PlacedSchedule, params: LogGPArrays,
     service = o_recv if reduction_s is None else o_recv + reduction_s
     start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
                                    inject + L, service, recv_occupancy_s=loggp_receive_occupancy(s.nbytes, g, G),
-                                   recv_prev=s.recv_prev, schedule=s)
+                                   recv_prev=s.recv_prev, schedule=s, folded=placed_fold(placed))
     return start + inject, done
 
 
