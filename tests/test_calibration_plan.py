@@ -267,3 +267,21 @@ def test_a_launch_that_dies_at_start_up_is_launched_once_more(monkeypatch):
     monkeypatch.setattr(launch, "RETRY_WITHIN_S", -1.0)  # every failure now came "late": no retry
     seen = []
     assert launch.launch_retrying(lambda: seen.append(1) or 213) == 213 and len(seen) == 1
+
+
+def test_a_start_up_slower_than_allowed_comes_out_of_the_measuring_time():
+    """Issue 38: a worker's deadline counts from when MPI is up, so on a busy machine a slow start-up
+    pushed the last point past the parent's hard stop. With the launch time and the start-up allowed, the
+    excess is taken off the measuring time; a fast start-up keeps it whole; clocks apart are not believed."""
+    from commcost.launch.mpi_launch import worker_args
+    from commcost.launch.mpi_worker import measuring_seconds
+
+    assert measuring_seconds(10.0, None, 3.0, 1000.0) == 10.0  # no launch time: as before
+    assert measuring_seconds(10.0, 998.0, 3.0, 1000.0) == 10.0  # 2 s start-up, 3 allowed
+    assert measuring_seconds(10.0, 993.0, 3.0, 1000.0) == 6.0  # 7 s: 4 s beyond the allowance
+    assert measuring_seconds(10.0, 985.0, 3.0, 1000.0) == -2.0  # nothing left: no point starts
+    assert measuring_seconds(10.0, 1005.0, 3.0, 1000.0) == 10.0  # launched "later" than now: another clock
+    assert measuring_seconds(10.0, 1000.0 - 7200.0, 3.0, 1000.0) == 10.0
+    args = worker_args(Path("m.csv"), "shm", "", [1, 8], 5.0, 0, 3.0)
+    assert args[args.index("--startup-s") + 1] == "3" and float(args[args.index("--launched-at") + 1]) > 0
+    assert "--launched-at" not in worker_args(Path("m.csv"), "shm", "", [1, 8], 5.0)  # a dry run's line

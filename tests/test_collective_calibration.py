@@ -144,12 +144,17 @@ def test_algorithm_fit_section_reads_back_and_a_bad_value_names_file_line_and_fi
 @needs_mpi
 def test_calibrate_measures_reductions_and_every_gather_algorithm_and_writes_their_fits(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "commcost", "calibrate", "--procs", "2", "--out", str(out),
-                           "--budget", "36", "--benchmarks", "pingpong,reduction,gather",
-                           "--sizes", "1,4096,65536", "--quiet"], env=ENV, capture_output=True, text=True,
-                          timeout=120)
+    argv = [sys.executable, "-m", "commcost", "calibrate", "--procs", "2", "--out", str(out), "--budget", "36",
+            "--benchmarks", "pingpong,reduction,gather", "--sizes", "1,4096,65536", "--quiet"]
+    proc = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     params = load_params(out / "params.toml")
+    if "gather" not in params.sections.get("algorithm_fit", {}):
+        # a busy machine spent the budget before any gather run (beside a CPU-bound process: every one skipped);
+        # calibrate again into the same folder, as a user would: it keeps what was measured and resumes the rest
+        proc = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        params = load_params(out / "params.toml")
     for op in ("sum_double", "sum_int", "max_double"):
         law = params.reduction(op)
         assert law.m[0] == 0 and np.all(np.diff(law.time_s) >= 0) and law.time_s[-1] > 0

@@ -149,14 +149,17 @@ def run_rank_program(line: list[str], result: Path, timeout: float, what: str = 
     return json.loads(result.read_text())
 
 
-def worker_args(csv_path: Path, channel: str, label: str, sizes, deadline_s: float, run: int = 0) -> list[str]:
+def worker_args(csv_path: Path, channel: str, label: str, sizes, deadline_s: float, run: int = 0,
+                startup_s: float | None = None) -> list[str]:
     """The worker's command (after the launcher) up to its benchmarks: this Python running
     :mod:`commcost.launch.mpi_worker` into ``csv_path`` within ``deadline_s`` seconds of measuring, its rows
-    numbered ``run``."""
+    numbered ``run``. ``startup_s``: the start-up the caller allows for, which makes the command say when it
+    was built (to be launched at once): a slower start-up then comes out of the measuring time."""
+    launched = [] if startup_s is None else ["--launched-at", f"{time.time():.3f}", "--startup-s", f"{startup_s:g}"]
     return [sys.executable, "-m", "commcost.launch.mpi_worker", "--out", str(csv_path), "--channel", channel,
             "--algorithm", label, "--sizes", ",".join(map(str, sizes)), "--deadline-s", f"{deadline_s:.3f}",
             "--point-budget", f"{max(deadline_s / 2, 0.05):.3f}", "--min-reps", "20",
-            *(["--run", str(run)] if run else [])]
+            *(["--run", str(run)] if run else []), *launched]
 
 
 def run_worker(cmd: list[str], env: dict[str, str], timeout_s: float, poll) -> int:

@@ -10,7 +10,11 @@ killed run resumes), broadcasts the list to every rank, and appends each
 point (fsynced) as soon as it is measured. With ``--deadline-s`` (seconds
 of measuring, counted once MPI is up) every point gets the time left
 divided by the points left (at most ``--point-budget``), and points not
-started by the deadline are left for a later run. ``--algorithm`` names the algorithm the launcher forced
+started by the deadline are left for a later run. With ``--launched-at``
+(the launcher's wall clock when it started the run) and ``--startup-s``
+(the start-up its parent allows for), a start-up slower than allowed comes
+out of the measuring time (:func:`measuring_seconds`), so the run still ends
+when its parent expects it to, on a busy machine too. ``--algorithm`` names the algorithm the launcher forced
 (``--mca coll_tuned_<collective>_algorithm``), recorded in the rows. ``--calls bcast:8:4096,reduce`` times
 those collectives as the MPI's own selection runs them at their sizes (commcost's nbytes; else ``--sizes``), in place of
 the benchmarks, with ``--algorithm`` as the rows' label (``commcost verify``: ``default`` or ``rules``). The
@@ -30,6 +34,19 @@ import time
 from commcost.launch.rank_errors import run_or_abort
 
 
+def measuring_seconds(deadline_s: float, launched_at: float | None, startup_s: float, now: float) -> float:
+    """Seconds left to measure, counted once MPI is up: ``deadline_s``, less what start-up took beyond
+    ``startup_s`` (the run was launched at ``launched_at`` by the wall clock; ``now`` is the wall clock once
+    MPI is up). A launch time ahead of now or over an hour back (clocks of two nodes apart) is not believed:
+    then ``deadline_s`` as it is."""
+    if launched_at is None:
+        return deadline_s
+    took = now - launched_at
+    if not 0.0 <= took <= deadline_s + startup_s + 3600.0:
+        return deadline_s
+    return min(deadline_s, deadline_s + startup_s - took)
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="commcost.launch.mpi_worker")
     p.add_argument("--out", required=True, help="measurements CSV to append to")
@@ -45,6 +62,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    help="stop with an error unless every rank has this environment variable (commcost verify: "
                         "the launch line must pass the parameter file to every rank)")
     p.add_argument("--deadline-s", type=float, default=None, help="seconds for the whole run")
+    p.add_argument("--launched-at", type=float, default=None,
+                   help="wall-clock time (time.time()) at which the run was launched")
+    p.add_argument("--startup-s", type=float, default=0.0,
+                   help="with --launched-at: the seconds of MPI start-up the deadline allows for")
     p.add_argument("--run", type=int, default=0, help="the rows' run index (commcost verify: the launch round)")
     p.add_argument("--point-budget", type=float, default=1.0, help="seconds at most per point")
     p.add_argument("--min-reps", type=int, default=20)
@@ -134,12 +155,14 @@ def main(argv: list[str] | None = None) -> int:
             store = MeasurementStore(args.out)
             todo = [p for p in points if not store.has(row(p))]
         todo = comm.bcast(todo, root=0)
-        started = time.monotonic()  # the deadline counts measuring time, not MPI's start-up
+        started = time.monotonic()  # the deadline counts measuring time, less a start-up slower than allowed
+        deadline_s = None if args.deadline_s is None else \
+            measuring_seconds(args.deadline_s, args.launched_at, args.startup_s, time.time())
         opts = {"min_reps": args.min_reps, "max_reps": args.max_reps, "target_ci_rel": args.target_ci}
         for i, point in enumerate(todo):
             budget = args.point_budget
-            if rank == 0 and args.deadline_s is not None:
-                left = args.deadline_s - (time.monotonic() - started)
+            if rank == 0 and deadline_s is not None:
+                left = deadline_s - (time.monotonic() - started)
                 budget = min(args.point_budget, left / (len(todo) - i)) if left > 0 else None
             budget = comm.bcast(budget, root=0)
             if budget is None:  # out of time: the rest is for a later run

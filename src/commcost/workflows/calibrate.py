@@ -176,7 +176,8 @@ def _say(progress: TextIO | None, line: str) -> None:
 def _run(args, mpirun, run: Run, sizes, deadline_s, csv_path, timeout_s, poll) -> int:
     """Start one run's worker and poll the CSV while it measures; its exit code (124 if stopped)."""
     line, env = launch_line(args, mpirun, run)
-    return run_worker([*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, deadline_s, run.round),
+    return run_worker([*line, *worker_args(csv_path, run.channel, run.algorithm, sizes, deadline_s, run.round,
+                                           STARTUP_S),
                        "--benchmarks", ",".join(run.benchmarks)], env, timeout_s, poll)
 
 

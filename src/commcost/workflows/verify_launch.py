@@ -96,10 +96,13 @@ def measure(args, rules, procs: list[int], plans: dict, csv_path: Path,
         launched.add((nprocs, label))
         where = SimpleNamespace(launcher=args.launcher, procs=nprocs, channel_launcher=[])  # what launch_line reads
         line, _ = launch_line(where, mpirun, Run(("collective",), CHANNEL, procs=nprocs))
-        cmd = [*line, *worker_args(csv_path, CHANNEL, label, sizes, share, run), "--calls", calls]
-        if label == "rules":  # every rank must get the parameter file, else this side silently runs the default
-            cmd += ["--expect-env", f"{PARAM_FILES}={envs[label][PARAM_FILES]}"]
-        rc = launch_retrying(lambda: run_worker(cmd, envs[label], share + STARTUP_S + 4.0, poll),
+        # every rank of the rules side must get the parameter file, else it silently runs the default
+        expect = ["--expect-env", f"{PARAM_FILES}={envs[label][PARAM_FILES]}"] if label == "rules" else []
+
+        def command() -> list[str]:  # built at each launch: it says when it was launched
+            return [*line, *worker_args(csv_path, CHANNEL, label, sizes, share, run, STARTUP_S), "--calls", calls,
+                    *expect]
+        rc = launch_retrying(lambda: run_worker(command(), envs[label], share + STARTUP_S + 4.0, poll),
                              lambda: args.budget - (time.monotonic() - started) >= MIN_SHARE_S)
         if rc == 124:  # stopped at its share: what it measured stands, the points after it have no time
             unstarted.append(f"{name} (stopped at its share of the budget)")
