@@ -428,3 +428,15 @@ def test_a_parameter_reprices_only_the_points_it_can_move():
     fast = fit_model("hockney", rows, ["shm", "ib"], price, extra=extra)
     everything = fit_model("hockney", rows, ["shm", "ib"], lambda theta: price(theta), extra=extra)
     assert np.array_equal(fast.theta, everything.theta) and fast.weak == everything.weak
+
+
+def test_a_fit_whose_schedules_pass_the_memory_bound_together_is_refused_in_one_line(imported, tmp_path, capsys):
+    """Issue 37 item 3: a fit holds every training point's schedule at once; past ``--max-memory`` (at
+    BYTES_PER_TRANSMISSION each) it stops before fitting, in one line naming the rows and the point."""
+    platform = str(Path(__file__).resolve().parent.parent / "examples" / "peak" / "platform.toml")
+    argv = ["fit", str(imported), "--from-collectives", "--model", "hockney", "--platform", platform,
+            "--collectives", "bcast", "--max-procs", "32", "-o", str(tmp_path / "h.toml")]
+    assert main(["--max-memory", "1MiB", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(imported) in err and "--max-memory" in err and "bcast" in err
+    assert not (tmp_path / "h.toml").exists()

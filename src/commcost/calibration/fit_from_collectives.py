@@ -74,6 +74,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import least_squares
 
+from commcost.calibration.fit_summary import confounded, figures, held_too_many
 from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, stated_limits, layout_of,  # noqa: F401
                                              nominal_priors, parameter_layout, protocol_limits, start_of)
 from commcost.errors import InputError
@@ -125,14 +126,7 @@ class CollectiveFit:
 
     def summary(self) -> dict[str, float]:
         """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""
-        return _figures(self.ratio)
-
-
-def _figures(ratio: np.ndarray) -> dict[str, float]:
-    lr = np.abs(np.log(ratio))
-    return {"points": int(len(ratio)), "mu": float(np.exp(np.mean(np.log(ratio)))),
-            "median_abs_pct": float(100 * np.expm1(np.median(lr))),
-            "p90_abs_pct": float(100 * np.expm1(np.percentile(lr, 90)))}
+        return figures(self.ratio)
 
 
 def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
@@ -279,7 +273,7 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     keys = [f"{p.collective}.{p.algorithm}" for p in points]
     for key in sorted(set(keys)):
         mask = np.array([kk == key for kk in keys])
-        per_algorithm[key] = _figures(ratio[mask])
+        per_algorithm[key] = figures(ratio[mask])
     weak = [f"{names[j]}: doubling or halving it moves the fit's loss by under {100 * WEAK_LOSS:.0f}%" for j in flat]
     together = confounded(G, modelled, used, names)
     shares = [("_send_" in f"_{name}" or "_recv_" in f"_{name}") for _, name in layout] + [False] * len(extra)
@@ -288,31 +282,6 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
                          ratio, points, steps,
                          pricings, per_algorithm, weak=weak, confounded=together, extra=fitted_extra,
                          assumed=[names[j] for j in assumed])
-
-
-CONFOUNDED = 0.02  # a direction of the relative Jacobian this much weaker than the strongest is not identified
-
-
-def confounded(G: np.ndarray, modelled: np.ndarray, used: np.ndarray,
-               names: Sequence[str]) -> list[str]:
-    """Groups of parameters only whose combination the data identify (tau-Lop's o and L of one channel when
-    every transmission pays o + k L alike): the right singular vectors of the relative Jacobian
-    J_ik = (d T_i / d theta_k) / T_i, its columns scaled to unit length (collinear columns, whatever their
-    units), with singular value under :data:`CONFOUNDED` times the largest, each named by its parameters of
-    loading over 0.25 (two or more)."""
-    cols = np.flatnonzero(used)
-    if len(cols) < 2:
-        return []
-    J = G[:, cols] / np.maximum(modelled, 1e-300)[:, None]
-    J = J / np.maximum(np.linalg.norm(J, axis=0), 1e-300)[None, :]  # unit columns: collinearity, not scale
-    _, sv, vt = np.linalg.svd(J, full_matrices=False)
-    out = []
-    for value, vector in zip(sv, vt):
-        members = cols[np.abs(vector) > 0.25]
-        if value < CONFOUNDED * sv[0] and len(members) >= 2:
-            out.append(f"{', '.join(names[j] for j in members)}: the data move them together; only a "
-                       f"combination of them is identified")
-    return out
 
 
 ONE_MESSAGE = ("pingpong", "osu_latency", "imb_pingpong")  # point-to-point rows timing one message
@@ -327,10 +296,12 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     returns (points, placed schedules, channel names used). Each schedule counts the row's elements
     (:attr:`Measurement.element_size`: OSU's reductions 4-byte floats)."""
     from commcost.collectives import Case, Collective, build, find
+    from commcost.collectives.recorder import held_limit
     from commcost.models import PlacedSchedule
     from commcost.platform import Mapping
 
     names = [c.name for c in platform.channels]
+    held, limit = 0, held_limit()
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         if row.case_nbytes <= 0 or (max_procs is not None and row.nprocs > max_procs):
@@ -363,6 +334,9 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
                              algorithm.resolve_params(given)).schedule
             where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
             label = algorithm.name
+        held += where.schedule.ntransmissions
+        if held > limit:
+            raise held_too_many(limit, coll, alg, nprocs, nbytes)
         used.update(platform.channels[c].name for c in np.unique(where.channel))
         nodes = len(np.unique(where.mapping.node_of_rank[:nprocs])) if coll != "p2p" else 1
         points.append(Point(coll, label, nprocs, nbytes, float(np.median(times)), nodes, statistic))

@@ -59,6 +59,19 @@ def transmission_limit() -> int:
     return limit
 
 
+HELD_SCHEDULES = 4  # a fit holds every training point's schedule at once: this many times one schedule's limit
+
+
+def held_limit() -> int:
+    """The most transmissions a fit may hold over all its training points' schedules: what
+    ``$COMMCOST_MAX_MEMORY`` allows at :data:`BYTES_PER_TRANSMISSION` each where it is set, else
+    :data:`HELD_SCHEDULES` times one schedule's limit (:func:`transmission_limit`)."""
+    memory = os.environ.get(MEMORY_VARIABLE, "").strip()
+    if memory:
+        return read_memory_limit(memory, MEMORY_VARIABLE) // BYTES_PER_TRANSMISSION
+    return HELD_SCHEDULES * transmission_limit()
+
+
 def read_memory_limit(text: str, where: str) -> int:
     """A memory bound as given (``where``: the variable or option that gave it): a size (``512MiB``, ``2GiB``,
     bytes) of at least one transmission's :data:`BYTES_PER_TRANSMISSION`."""
