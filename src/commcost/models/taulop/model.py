@@ -178,13 +178,18 @@ class TauLop(Model):
 
     def _fold(self, placed: PlacedSchedule) -> Fold | None:
         """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry (receptions
-        queue at their receivers: the folded ranks must receive what the ranks they stand for do)."""
+        queue at their receivers: the folded ranks must receive what the ranks they stand for do). Looked for
+        once per placed schedule and kept on it (a fit prices the same one hundreds of times)."""
         if not self.fold:
             return None
-        s = placed.schedule
-        return rank_shift_fold(s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr,
-                               s.after_idx, s.nprocs, node_period(placed.mapping.node_of_rank), same=(s.combine,),
-                               receivers=True, min_transmissions=self.fold_from, recv_prev=s.recv_prev)
+        key = f"_taulop_fold_{self.fold_from}"
+        if key not in placed.__dict__:  # (a frozen dataclass: its fields stay as they are)
+            s = placed.schedule
+            placed.__dict__[key] = rank_shift_fold(
+                s.src, s.dst, s.phase, s.nbytes, placed.channel, placed.domain, s.after_ptr, s.after_idx, s.nprocs,
+                node_period(placed.mapping.node_of_rank), same=(s.combine,), receivers=True,
+                min_transmissions=self.fold_from, recv_prev=s.recv_prev)
+        return placed.__dict__[key]
 
     @staticmethod
     def _engine_view(placed: PlacedSchedule, fold: Fold | None) -> tuple:
