@@ -76,19 +76,16 @@ def load_params(path: str | Path, strict: bool | None = None) -> "ParamSet":
 
 
 def place(platform: "Platform", nprocs: int, ppn: int | None = None, mapping: str | None = None) -> "Mapping":
-    """Where ``nprocs`` ranks run: ``ppn`` consecutive ranks per node (default: as many as the first node
-    has cores), or ``mapping`` in the command line's ``--mapping`` form (``round_robin:ppn=4``, ...)."""
-    from commcost.io.mapping_spec import MappingKind, MappingSpec, parse_mapping_option
+    """Where ``nprocs`` ranks run: ``ppn`` consecutive ranks per node (default: the most a node runs, its
+    cores and GPUs), or ``mapping`` in the command line's ``--mapping`` form (``round_robin:ppn=4``, ...)."""
+    from commcost.io.mapping_spec import parse_mapping_option
+    from commcost.workflows.pricing import ranks_in_blocks
 
     if mapping is not None:
         spec = parse_mapping_option(mapping)
     else:
         most = max(node.type.cores + node.type.gpus for node in platform.nodes)
-        ppn = most if ppn is None else ppn
-        if not 1 <= ppn <= most:
-            raise InputError(f"expected 1 <= ppn <= {most} (the most ranks a node of {platform.name} runs), "
-                             f"got {ppn}", where="ppn")
-        spec = MappingSpec(MappingKind.SEQUENTIAL, ppn=ppn)
+        spec = ranks_in_blocks(platform, most if ppn is None else ppn, "ppn", platform.name)
     return spec.build(platform, nprocs)
 
 

@@ -74,7 +74,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import least_squares
 
-from commcost.calibration.fit_summary import confounded, figures, held_too_many
+from commcost.calibration.fit_summary import confounded, figures
 from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, stated_limits, layout_of,  # noqa: F401
                                              nominal_priors, parameter_layout, protocol_limits, start_of)
 from commcost.errors import InputError
@@ -471,3 +471,15 @@ def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str
     """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`; ``stated``:
     :func:`stated_limits`)."""
     return Pricer(model, placed, channels, statistics, extra, limits, stated)
+
+
+def held_too_many(limit: int, collective: str, algorithm: str, nprocs: int, nbytes: int) -> InputError:
+    """The one-line refusal of a fit whose training schedules, held together, pass ``limit`` transmissions
+    (:func:`commcost.collectives.recorder.held_limit`), at the point where they did."""
+    from commcost.collectives.recorder import BYTES_PER_TRANSMISSION
+    from commcost.units import format_nbytes
+
+    return InputError(f"the training points' schedules pass {limit:,} transmissions together (about "
+                      f"{format_nbytes(limit * BYTES_PER_TRANSMISSION)}) at {collective} {algorithm} on {nprocs:,} "
+                      f"ranks, {nbytes:,} bytes; expected fewer or smaller points (--max-procs, --collectives) or a "
+                      f"larger --max-memory", where="rows")

@@ -7,8 +7,6 @@ from typing import Sequence
 
 import numpy as np
 
-from commcost.errors import InputError
-
 
 def figures(ratio: np.ndarray) -> dict[str, float]:
     """A fit's figures over ``ratio`` (measured / model per point): how many points, the geometric-mean ratio
@@ -17,18 +15,6 @@ def figures(ratio: np.ndarray) -> dict[str, float]:
     return {"points": int(len(ratio)), "mu": float(np.exp(np.mean(np.log(ratio)))),
             "median_abs_pct": float(100 * np.expm1(np.median(lr))),
             "p90_abs_pct": float(100 * np.expm1(np.percentile(lr, 90)))}
-
-
-def held_too_many(limit: int, collective: str, algorithm: str, nprocs: int, nbytes: int) -> InputError:
-    """The one-line refusal of a fit whose training schedules, held together, pass ``limit`` transmissions
-    (:func:`commcost.collectives.recorder.held_limit`), at the point where they did."""
-    from commcost.collectives.recorder import BYTES_PER_TRANSMISSION
-    from commcost.units import format_nbytes
-
-    return InputError(f"the training points' schedules pass {limit:,} transmissions together (about "
-                      f"{format_nbytes(limit * BYTES_PER_TRANSMISSION)}) at {collective} {algorithm} on {nprocs:,} "
-                      f"ranks, {nbytes:,} bytes; expected fewer or smaller points (--max-procs, --collectives) or a "
-                      f"larger --max-memory", where="rows")
 
 
 CONFOUNDED = 0.02  # a direction of the relative Jacobian this much weaker than the strongest is not identified

@@ -53,10 +53,15 @@ def transmission_limit() -> int:
     default keeps one schedule's pricing near 2.4 GiB; a larger machine may raise it."""
     text = os.environ.get(LIMIT_VARIABLE, "").strip()
     limit = read_transmission_limit(text, LIMIT_VARIABLE) if text else MAX_TRANSMISSIONS
+    memory = _memory_transmissions()
+    return limit if memory is None else min(limit, memory)
+
+
+def _memory_transmissions() -> int | None:
+    """The transmissions ``$COMMCOST_MAX_MEMORY`` allows at :data:`BYTES_PER_TRANSMISSION` each, None when
+    it is not set."""
     memory = os.environ.get(MEMORY_VARIABLE, "").strip()
-    if memory:
-        limit = min(limit, read_memory_limit(memory, MEMORY_VARIABLE) // BYTES_PER_TRANSMISSION)
-    return limit
+    return read_memory_limit(memory, MEMORY_VARIABLE) // BYTES_PER_TRANSMISSION if memory else None
 
 
 HELD_SCHEDULES = 4  # a fit holds every training point's schedule at once: this many times one schedule's limit
@@ -66,10 +71,8 @@ def held_limit() -> int:
     """The most transmissions a fit may hold over all its training points' schedules: what
     ``$COMMCOST_MAX_MEMORY`` allows at :data:`BYTES_PER_TRANSMISSION` each where it is set, else
     :data:`HELD_SCHEDULES` times one schedule's limit (:func:`transmission_limit`)."""
-    memory = os.environ.get(MEMORY_VARIABLE, "").strip()
-    if memory:
-        return read_memory_limit(memory, MEMORY_VARIABLE) // BYTES_PER_TRANSMISSION
-    return HELD_SCHEDULES * transmission_limit()
+    memory = _memory_transmissions()
+    return HELD_SCHEDULES * transmission_limit() if memory is None else memory
 
 
 def read_memory_limit(text: str, where: str) -> int:

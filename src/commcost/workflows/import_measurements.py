@@ -55,10 +55,9 @@ def import_benchmarks(options: ImportOptions, notify: Notify | None = None) -> d
     from commcost.io.imb_import import read_imb
     from commcost.io.measurements import MeasurementStore
     from commcost.io.osu_import import RunContext, compile_name_pattern, read_osu
+    from commcost.workflows.options import from_namespace
 
-    context = RunContext(collective=options.collective, algorithm=options.algorithm,
-                         nprocs=options.nprocs, ppn=options.ppn, nnodes=options.nnodes,
-                         channel=options.channel, mpi=options.mpi, host=options.host, run=options.run)
+    context = from_namespace(RunContext, options)  # the fields both name: what the files do not say
     if options.name_pattern:
         compile_name_pattern(options.name_pattern)  # a bad pattern is reported before any file
     rows = []

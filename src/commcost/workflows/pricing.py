@@ -36,8 +36,24 @@ def collectives():
     return list(Collective)
 
 
+def ranks_in_blocks(platform, ppn: int, where: str, source: str):
+    """The sequential placement of ``ppn`` ranks per node (a :class:`~commcost.io.mapping_spec.MappingSpec`),
+    refused in one line naming ``where`` (the option or argument) and ``source`` (the platform) unless
+    1 <= ppn <= the most ranks a node runs: its cores and GPUs (more is oversubscribed, not what the models
+    price)."""
+    from commcost.io.mapping_spec import MappingKind, MappingSpec
+
+    if ppn < 1:
+        raise InputError(f"expected ranks per node >= 1, got {ppn}", where=where)
+    most = max((node.type.cores + node.type.gpus for node in platform.nodes), default=ppn)
+    if ppn > most:
+        raise InputError(f"expected {where} <= {most}, the most ranks a node of {source} runs (its cores "
+                         f"and GPUs), got {ppn}", where=where)
+    return MappingSpec(MappingKind.SEQUENTIAL, ppn=ppn)
+
+
 def load_mapping(args: argparse.Namespace, platform, spec, nprocs: int):
-    from commcost.io.mapping_spec import MappingKind, MappingSpec, parse_mapping_option
+    from commcost.io.mapping_spec import parse_mapping_option
 
     base_dir = args.platform.parent
     where = "mapping"
@@ -48,13 +64,7 @@ def load_mapping(args: argparse.Namespace, platform, spec, nprocs: int):
             raise exc.located(where="--mapping") from None
         base_dir, where = Path.cwd(), "--mapping"
     elif getattr(args, "ppn", None) is not None:
-        if args.ppn < 1:
-            raise InputError(f"expected ranks per node >= 1, got {args.ppn}", where="--ppn")
-        most = max((node.type.cores + node.type.gpus for node in platform.nodes), default=args.ppn)
-        if args.ppn > most:  # more ranks than a node has cores: oversubscribed, not what the models price
-            raise InputError(f"expected --ppn <= {most}, the most ranks a node of {args.platform} runs (its cores "
-                             f"and GPUs), got {args.ppn}", where="--ppn")
-        spec, where = MappingSpec(MappingKind.SEQUENTIAL, ppn=args.ppn), "--ppn"
+        spec, where = ranks_in_blocks(platform, args.ppn, "--ppn", str(args.platform)), "--ppn"
     if spec is None:
         raise InputError("the platform has no [mapping] section; expected one there, --mapping or --ppn",
                          source=str(args.platform))

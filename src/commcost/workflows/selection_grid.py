@@ -9,7 +9,7 @@ the command line only builds :class:`SelectOptions` and prints the result.
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,7 +119,7 @@ def select_grid(options: SelectOptions) -> SelectGrid:
     refused: list[str] = []
     price = make_pricer(args, procs, refused)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    if refused and not any(math.isfinite(t) for t in result.time_s.ravel().tolist()):
+    if refused and not np.isfinite(result.time_s).any():
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         raise InputError(f"no candidate could be priced: {refused[0]}{more}; "
                          "expected fewer ranks or smaller sizes, or a larger --max-transmissions or --max-memory",
