@@ -171,3 +171,18 @@ def test_a_memory_bound_refuses_what_its_pricing_would_take_beyond_it(capsys, mo
     assert main(["--max-memory", "100KiB", *select]) == 2  # nothing priced: one line, not a table of NaN
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no candidate could be priced" in err
+
+
+def test_a_sweep_shares_first_segments_between_sizes_cut_alike_and_prices_each_as_alone():
+    """Sizes cut alike (every power of two past the segment: full last segments) share the figures of their
+    first segments within one sweep (``pipeline_statistic_s(memo=...)``); each price is the one the size gets
+    priced alone, to the last bit, and a short last segment (not shared) too."""
+    algorithm = find(Collective.BCAST, "binomial")
+    mapping = Mapping.sequential(PLATFORM, 64, 4)
+    model = MODELS["hockney"](PARAMS.for_model("hockney"))
+    sizes = [1 << k for k in range(22, 27)] + [(1 << 24) + 1000]
+    swept = price_sizes(algorithm, {"segsize": 8192}, 64, sizes, PLATFORM, mapping, model)
+    alone = [price_sizes(algorithm, {"segsize": 8192}, 64, [n], PLATFORM, mapping, model)[0] for n in sizes]
+    assert list(swept) == alone and np.all(np.isfinite(swept))
+    assert pipeline_statistic_s(algorithm, algorithm.resolve_params({"segsize": 8192}), 64, sizes[-2], PLATFORM,
+                                mapping, model) == swept[-2]

@@ -117,10 +117,11 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
             out[i] = pipeline_time_s(model, placed, nseg, float(segsize), last)  # type: ignore[arg-type]
     tree_priced = set(from_tree)
     if not phase_barriers and sweep:  # long pipelines of alike segments: from their first segments (long_pipeline)
+        memo: dict = {}  # first segments shared by the sizes cut alike
         for i in range(len(sizes)):
             if i not in tree_priced:
                 folded = pipeline_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
-                                              root)
+                                              root, memo=memo)
                 if folded is not None:
                     out[i] = folded
                     tree_priced.add(i)

@@ -58,18 +58,23 @@ RTOL = 1e-9  # of the figure: two figures (or steps) are equal
 
 def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, nbytes: int,
                          platform: Platform, mapping: Mapping, model: Model, root: int = 0,
-                         statistic: str = "max") -> float | None:
+                         statistic: str = "max", memo: dict | None = None) -> float | None:
     """``statistic`` over ranks (:meth:`Model.statistic_s`: the last rank's end, the mean, the least or rank
     0's) for ``algorithm`` on ``nprocs`` ranks and ``nbytes``, folded from its first segments (module
     docstring); None where the algorithm is not alike segments repeated, has fewer than :data:`FOLD_FROM`
-    of them, or the checks do not hold before the fold reaches a quarter of them (price it whole then)."""
+    of them, or the checks do not hold before the fold reaches a quarter of them (price it whole then).
+    ``memo``: figures of first segments kept between calls for the same algorithm, values, ranks, placement,
+    model and statistic (one caller's sweep over sizes): sizes cut alike (segments of one size, the same
+    last one: every power of two past the segment) share their first segments, so a sweep to 1 TiB builds
+    them once, not once per size."""
     cut = algorithm.segment_cut(values, nbytes)
     if cut is None or cut.count < FOLD_FROM:
         return None
     if algorithm.segmented.part_phases and isinstance(model, TauLop):  # type: ignore[union-attr]
         return None  # shared channels: a whole-message transmission meets the drain (2e-6 off at 12 ranks)
     nseg = cut.count
-    seen: dict[int, float] = {}
+    shared = not algorithm.segmented.part_phases  # type: ignore[union-attr]  # else the figures depend on nseg
+    seen: dict[int, float] = memo.setdefault((cut.size, cut.last), {}) if memo is not None and shared else {}
 
     def figure(m: int) -> float:  # m full segments, then the last one
         if m not in seen:
