@@ -116,7 +116,7 @@ def test_bad_schedule_file_is_one_line_naming_file_and_field(capsys, tmp_path):
 
 def test_fractional_sizes_are_one_line_naming_the_file(capsys, tmp_path):
     path = tmp_path / "half.json"
-    path.write_text(json.dumps({"nprocs": 2, "unit": {"nbytes": 0.5}, "phases": [{"sends": [[0, 1, 3]]}]}))
+    path.write_text(json.dumps({"nprocs": 2, "phases": [{"sends": [[0, 1, 1.5]]}]}))  # a unit is whole bytes
     err = one_line_error(capsys, "export-goal", "--schedule", str(path))
     assert f"{path}:transmission 0:" in err and "GOAL sizes are whole bytes" in err
 

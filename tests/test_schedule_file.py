@@ -80,7 +80,9 @@ def test_sizes_with_byte_units_and_per_rank_modes():
     ({"nprocs": 2, "phases": [{"mode": "eager", "sends": []}]}, "phases[0].mode: expected one of ['sequence', 'posted']"),
     ({"nprocs": 2, "phases": [{"send": []}]}, "phases[0].send: unknown field 'send'"),
     ({"nprocs": 0, "phases": []}, "nprocs: expected an integer >= 1, got 0"),
-    ({"nprocs": 2, "phases": [], "unit": {"nbytes": 0}}, "unit.nbytes: expected a size in bytes > 0"),
+    ({"nprocs": 2, "phases": [], "unit": {"nbytes": 0}}, "unit.nbytes: expected a whole number of bytes"),
+    ({"nprocs": 2, "phases": [], "unit": {"nbytes": 1.5}}, "unit.nbytes: expected a whole number of bytes"),
+    ({"nprocs": 2, "phases": [{"repeat": 10 ** 30, "sends": [[0, 1, 8]]}]}, "expected an integer of at most"),
     ({"phases": []}, "expected the fields nprocs and phases"),
 ])
 def test_bad_schedules_name_the_field(tmp_path, doc, message):

@@ -27,7 +27,7 @@ from pathlib import Path
 from commcost.collectives import Collective, find
 from commcost.collectives.ompi_han import HAN_ALGORITHMS, default_name
 from commcost.errors import InputError
-from commcost.io.han_rules import HAN_COLLECTIVES, read_mca_params
+from commcost.io.han_rules import HAN_COLLECTIVES, mca_bool, read_mca_params
 from commcost.io.han_rules_read import HanRules, read_han_rules
 from commcost.io.ompi_rules import BLOCK_COLLECTIVES, OmpiRules, choice_of_rule
 from commcost.io.ompi_rules_read import read_ompi_rules
@@ -49,7 +49,7 @@ class Runs:
 
 
 def _on(settings: dict[str, tuple[int, str]], name: str) -> bool:
-    return settings.get(name, (0, "0"))[1].lower() in ("1", "true", "yes", "enabled")
+    return bool(mca_bool(settings.get(name, (0, "0"))[1]))
 
 
 @dataclass(frozen=True)

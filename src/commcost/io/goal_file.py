@@ -77,6 +77,7 @@ from typing import Iterator, TextIO
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.io.text_lines import refuse_control
 from commcost.schedule.program_order import program_order
 from commcost.schedule.schedule import Schedule, dependency_rows
 
@@ -452,4 +453,4 @@ def read_goal(path: str | Path) -> Schedule:
         raise InputError(f"cannot read the GOAL file ({exc.strerror})", source=str(path)) from None
     except UnicodeDecodeError:
         raise InputError("expected a GOAL text file (UTF-8 text)", source=str(path)) from None
-    return parse_goal(text, str(path), Path(path).stem)
+    return parse_goal(refuse_control(text, "GOAL file", str(path)), str(path), Path(path).stem)

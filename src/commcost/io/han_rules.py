@@ -119,9 +119,27 @@ def mca_params_text(tuned_rules: Path | None, han_rules: Path | None, provenance
     return "\n".join(lines) + "\n"
 
 
+MCA_TRUE, MCA_FALSE = ("true", "yes", "enabled"), ("false", "no", "disabled")  # and integers: 0 off, others on
+SWITCHES = ("_use_dynamic_rules", "_use_dynamic_file_rules")  # the on/off parameters commcost reads
+
+
+def mca_bool(value: str) -> bool | None:
+    """An MCA boolean as Open MPI reads it (an integer, nonzero on; true/yes/enabled, false/no/disabled, any
+    case); None for anything else."""
+    word = value.strip().lower()
+    if word in MCA_TRUE or word in MCA_FALSE:
+        return word in MCA_TRUE
+    try:
+        return int(word, 10) != 0
+    except ValueError:
+        return None
+
+
 def read_mca_params(path: str | Path) -> dict[str, tuple[int, str]]:
     """The ``name = value`` settings of an mca-params.conf as ``{name: (line, value)}`` (the last one of a
-    name wins, as in Open MPI); comment and blank lines skipped, any other line an InputError."""
+    name wins, as in Open MPI); comment and blank lines skipped, any other line an InputError, and so is a
+    switch commcost reads (``*_use_dynamic_rules``, ``*_use_dynamic_file_rules``) whose value is not an MCA
+    boolean: Open MPI would refuse it where commcost took it for off."""
     from commcost.io.text_lines import text_of
 
     source = str(path)
@@ -132,6 +150,9 @@ def read_mca_params(path: str | Path) -> dict[str, tuple[int, str]]:
         name, sep, value = line.partition("=")
         if not sep or not name.strip() or " " in name.strip():
             raise InputError(f"expected 'name = value', got {line.strip()!r}", source=source, where=f"line {number}")
+        if name.strip().endswith(SWITCHES) and mca_bool(value) is None:
+            raise InputError(f"{name.strip()}: expected 0, 1, true, false, yes, no, enabled or disabled, got "
+                             f"{value.strip()!r}", source=source, where=f"line {number}")
         out[name.strip()] = (number, value.strip())
     return out
 

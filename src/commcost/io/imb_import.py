@@ -30,8 +30,9 @@ from pathlib import Path
 
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement
+from commcost.io.text_lines import refuse_binary
 from commcost.io.osu_import import (RunContext, cell_number, check_context, fields_from_name, file_timestamp,
-                                    finish_row)
+                                    finish_row, is_table_row)
 
 _BENCHMARKING = re.compile(r"^#\s*Benchmarking\s+(?P<multi>Multi-)?(?P<name>\S+)")
 _PROCESSES = re.compile(r"^#\s*#processes\s*=\s*(?P<n>\d+)")
@@ -141,7 +142,7 @@ def parse_imb(text: str, source: str, context: RunContext = RunContext(), timest
                                  source=source, where=f"line {number}")
             names = _header(tokens, source, number)
             continue
-        if line.startswith("#") or names is None or not line[0].isdigit():
+        if not is_table_row(line, names):
             continue  # comments, launcher noise, text around the tables
         row = _row(names, tokens, source, number)
         row.update(benchmark=f"imb_{name.lower()}", collective=ctx.collective, timestamp=timestamp)
@@ -160,6 +161,7 @@ def read_imb(path: str | Path, context: RunContext = RunContext(), name_pattern:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise InputError(f"cannot read the IMB output ({exc.strerror})", source=source) from None
+    refuse_binary(text, "IMB output", source)
     if name_pattern:
         fields = fields_from_name(name_pattern, path)
         if "nprocs" in fields:

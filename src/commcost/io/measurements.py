@@ -33,6 +33,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.io.text_lines import refuse_control
 from commcost.units import MAX_NBYTES
 
 COLUMNS = (
@@ -226,6 +227,12 @@ def check_measurement(m: Measurement) -> None:
 
 def _parse_cell(name: str, text: str):
     text = text.strip()
+    if name == "timestamp" and text:
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            raise InputError(f"expected an ISO 8601 date and time (2026-11-25T03:15:21+00:00), got {text!r}",
+                             where=name) from None
     if name in _STRINGS:
         return text
     if text == "":
@@ -281,10 +288,11 @@ def _complete_text(path: Path) -> tuple[str, int]:
         raise InputError(f"cannot read the measurements ({exc.strerror})", source=str(path)) from None
     end = data.rfind(b"\n") + 1
     try:
-        return data[:end].decode("utf-8"), end
+        text = data[:end].decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise InputError("not UTF-8 text", source=str(path), where=f"line {line}") from None
+    return refuse_control(text, "measurements file", str(path)), end
 
 
 def _cells(line: str, source: str, number: int) -> list[str]:
@@ -316,6 +324,15 @@ def _parse(text: str, source: str) -> list[Measurement]:
             rows.append(Measurement(**values))
         except InputError as exc:
             raise InputError(exc.message, source=source, where=f"line {number}: {exc.where}") from None
+    return rows
+
+
+def read_some_measurements(path: str | Path) -> list[Measurement]:
+    """:func:`read_measurements`, refusing a file with no rows (what a fit or an import takes as input; a run's
+    own file may be empty, cut short before its first line)."""
+    rows = read_measurements(path)
+    if not rows:
+        raise InputError("no measurements in the file", source=str(path))
     return rows
 
 

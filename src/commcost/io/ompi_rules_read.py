@@ -159,6 +159,20 @@ def _algorithm(value: Any, name: str, where: str, source: str) -> int:
                      source=source, where=f"{where}.alg")
 
 
+TOP_KEYS = ("rule_file_version", "module", "collectives", "$schema")  # Open MPI's schema: no other properties
+BLOCK_KEYS = ("comm_size_min", "comm_size_max", "comm_rank_distribution", "rules")
+RULE_KEYS = ("msg_size_min", "msg_size_max", "alg", "faninout", "seg_size", "reqs")
+
+
+def _known_keys(entry: dict, known: tuple[str, ...], where: str, source: str) -> None:
+    """An InputError naming the first key of ``entry`` not in ``known`` (a misspelt or misplaced key would be
+    dropped without a word: a rule meant for 7 ranks read as one for any)."""
+    for key in entry:
+        if key not in known:
+            raise InputError(f"unknown key {key!r}; expected one of {', '.join(known)}", source=source,
+                             where=f"{where}.{key}" if where else key)
+
+
 def _read_json(text: str, source: str) -> OmpiRules:
     try:
         document = json.loads(text)
@@ -168,6 +182,7 @@ def _read_json(text: str, source: str) -> OmpiRules:
     if not isinstance(table, dict):
         raise InputError("the top level must be an object with a \"collectives\" object", source=source,
                          where="collectives")
+    _known_keys(document, TOP_KEYS, "", source)
     collectives: dict[str, tuple[OmpiBlock, ...]] = {}
     for name, entries in table.items():
         if name not in COLLECTIVE_NAMES:
@@ -180,6 +195,7 @@ def _read_json(text: str, source: str) -> OmpiRules:
             where = f"collectives.{name}[{b_index}]"
             if not isinstance(entry, dict) or not isinstance(entry.get("rules"), list):
                 raise InputError("expected an object with a \"rules\" list", source=source, where=where)
+            _known_keys(entry, BLOCK_KEYS, where, source)
             if entry.get("comm_rank_distribution", "any") != "any":
                 raise InputError("commcost reads only comm_rank_distribution \"any\"", source=source,
                                  where=f"{where}.comm_rank_distribution")
@@ -188,6 +204,7 @@ def _read_json(text: str, source: str) -> OmpiRules:
                 at = f"{where}.rules[{r_index}]"
                 if not isinstance(item, dict) or "alg" not in item:
                     raise InputError("expected an object with an \"alg\"", source=source, where=at)
+                _known_keys(item, RULE_KEYS, at, source)
                 rules.append(OmpiRule(_integer(item, "msg_size_min", 0, at, source) or 0,
                                       _integer(item, "msg_size_max", None, at, source),
                                       _algorithm(item["alg"], name, at, source),

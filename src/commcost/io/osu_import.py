@@ -34,6 +34,7 @@ from pathlib import Path
 
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement
+from commcost.io.text_lines import reads_as_number, refuse_binary
 
 # ---------------------------------------------------------------- what the caller says
 
@@ -226,6 +227,18 @@ def cell_number(token: str, column: str, source: str, line: int, integer: bool =
     return value
 
 
+def is_table_row(line: str, names: list[str] | None) -> bool:
+    """Whether a line under a table's header is one of its rows, to be read or refused: it starts with a
+    digit, or it has the header's count of fields and one of them reads as a number, NaN or infinity (a row
+    whose size became ``inf`` or a word is broken, not launcher noise to skip; a line of words is noise)."""
+    if names is None or not line or line.startswith("#"):
+        return False
+    if line[0].isdigit():
+        return True
+    tokens = line.split()
+    return len(tokens) == len(names) and len(tokens) >= 2 and any(reads_as_number(t) for t in tokens)
+
+
 def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict | None:
     """A table row's values in seconds and bytes; None for a row whose validation failed."""
     if len(tokens) != len(names):
@@ -316,7 +329,7 @@ def parse_osu(text: str, source: str, context: RunContext = RunContext(), timest
             elif benchmark and _COLUMN_HEADER.match(line):
                 names = _columns(line, source, number)
             continue
-        if names is None or not line[0].isdigit():
+        if not is_table_row(line, names):
             continue  # launcher noise, or text around the table
         row = _row(names, line.split(), source, number)
         if datatype is not None and current_type != datatype:
@@ -346,6 +359,7 @@ def read_osu(path: str | Path, context: RunContext = RunContext(), name_pattern:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise InputError(f"cannot read the OSU output ({exc.strerror})", source=source) from None
+    refuse_binary(text, "OSU output", source)
     if name_pattern:
         context = context.merged(fields_from_name(name_pattern, path), source, "the file name")
     return parse_osu(text, source, context, file_timestamp(path), datatype, notes)

@@ -90,6 +90,9 @@ def _node_types(root: Table) -> dict[str, NodeType]:
     return types
 
 
+MAX_NODES = 1 << 20  # a million ranks at one per node; each node is an object (1,000,000 load in about 4 s)
+
+
 def _nodes(root: Table, types: dict[str, NodeType], levels: tuple[str, ...]) -> list[Node]:
     nodes: list[Node] = []
     for entry in root.tables("nodes"):
@@ -98,6 +101,9 @@ def _nodes(root: Table, types: dict[str, NodeType], levels: tuple[str, ...]) -> 
         if type_name not in types:
             raise entry.error("type", f"unknown node type {type_name!r}; expected one of {list(types)}")
         count = entry.integer("count", 1, minimum=1)
+        if len(nodes) + count > MAX_NODES:
+            raise entry.error("count", f"{len(nodes) + count:,} nodes in all is past the limit of {MAX_NODES:,}; "
+                                       "expected fewer")
         start = entry.integer("start", 0, minimum=0)
         pattern = entry.text("name")
         if count > 1 and "{i}" not in pattern:

@@ -41,7 +41,7 @@ import numpy as np
 from commcost.errors import InputError
 from commcost.io.toml_file import read_toml
 from commcost.schedule.schedule import Schedule, SendMode, SizeUnit, dependency_rows
-from commcost.units import parse_nbytes
+from commcost.units import MAX_NBYTES, parse_nbytes
 from commcost.io.text_lines import text_of
 
 _TOP = ("name", "nprocs", "unit", "dependencies", "phases")
@@ -72,9 +72,14 @@ def _fail(where: str, message: str) -> InputError:
     return InputError(message, where=where)
 
 
-def _integer(value: Any, where: str, minimum: int) -> int:
+MAX_REPEAT = 1_000_000_000  # runs of one phase: past it a time means nothing (and numpy's int64 overflows at 2^63)
+
+
+def _integer(value: Any, where: str, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise _fail(where, f"expected an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise _fail(where, f"expected an integer of at most {maximum:,}, got {value:,}")
     return value
 
 
@@ -100,12 +105,13 @@ def _unit(value: Any) -> SizeUnit:
     if not isinstance(value, dict) or set(value) - {"name", "nbytes"} or "nbytes" not in value:
         raise _fail("unit", f'expected {{"name": ..., "nbytes": ...}}, got {value!r}')
     nbytes = value["nbytes"]
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float)) or not nbytes > 0:
-        raise _fail("unit.nbytes", f"expected a size in bytes > 0, got {nbytes!r}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float)) or not nbytes >= 1 \
+            or not float(nbytes).is_integer() or nbytes > MAX_NBYTES:
+        raise _fail("unit.nbytes", f"expected a whole number of bytes, 1 to {MAX_NBYTES:,}, got {nbytes!r}")
     name = value.get("name", f"{nbytes:g}B")
     if not isinstance(name, str):
         raise _fail("unit.name", f"expected a string, got {name!r}")
-    return SizeUnit(name, int(nbytes) if float(nbytes).is_integer() else nbytes)
+    return SizeUnit(name, int(nbytes))
 
 
 _SEND = ("src", "dst", "size", "id", "after")
@@ -279,7 +285,7 @@ def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
                 raise _fail(f"{where}.rank_modes", f"expected rank keys in 0..{nprocs - 1}, got {rank_text!r}")
             posted[table[:, 0] == int(rank_text)] = _mode(value, f"{where}.rank_modes.{rank_text}") is SendMode.POSTED
         names.append(pname)
-        repeats.append(_integer(phase.get("repeat", 1), f"{where}.repeat", 1))
+        repeats.append(_integer(phase.get("repeat", 1), f"{where}.repeat", 1, MAX_REPEAT))
         combines.append(_combine(phase.get("combine", False), len(table), f"{where}.combine"))
         tables.append(table)
         posted_parts.append(posted)

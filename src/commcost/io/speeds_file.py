@@ -16,6 +16,7 @@ section 2: s_i, or s_i(x) for an FPM). Units are the partition's blocks.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,9 @@ import numpy as np
 from commcost.errors import InputError
 from commcost.io.text_lines import data_lines
 from commcost.partition.fpm import SpeedFunction
+
+
+KEY = re.compile(r"\d+|cpu:\d+|gpu|core|default")  # what a process looks its speed up by (partition.processes)
 
 
 def read_speeds(path: str | Path) -> dict[str, SpeedFunction]:
@@ -36,6 +40,9 @@ def read_speeds(path: str | Path) -> dict[str, SpeedFunction]:
             raise InputError(f"expected 'key speed' or 'key size speed', got {len(fields)} fields",
                              source=source, where=where)
         key = fields[0]
+        if not KEY.fullmatch(key):
+            raise InputError(f"key {key!r}: expected a rank number, cpu:K, gpu, core or default", source=source,
+                             where=where)
         names = ("speed",) if len(fields) == 2 else ("size", "speed")
         values = [_number(v, name, source, where) for name, v in zip(names, fields[1:])]
         if values[-1] <= 0:

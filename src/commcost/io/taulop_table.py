@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from commcost.errors import InputError
-from commcost.io.text_lines import count_header, text_of
+from commcost.io.text_lines import count_header, reads_as_number, text_of
 from commcost.models.taulop.params import TauLopChannel
 
 
@@ -52,7 +52,7 @@ def read_taulop_table(path: str | Path, strict: bool = True, warnings: list[str]
         try:
             rows.append([float(f) for f in fields])
         except ValueError:
-            bad = next(f for f in fields if not _is_number(f))
+            bad = next(f for f in fields if not reads_as_number(f))
             column = fields.index(bad) + 1
             raise InputError(f"column {column}: expected a number, got {bad!r}",
                              source=source, where=f"line {lineno}") from None
@@ -89,10 +89,3 @@ def write_taulop_table(channel: TauLopChannel, path: str | Path) -> None:
         lines.append("\t".join([size, repr(float(o)), *(repr(float(x)) for x in L)]))
     Path(path).write_text("\n".join(lines) + "\n")
 
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True

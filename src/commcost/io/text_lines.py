@@ -2,19 +2,59 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from commcost.errors import InputError
 
 
-def text_of(path: str | Path, what: str) -> str:
-    """The file's text; InputError naming the file and ``what`` it should be where it cannot be read."""
+CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # control characters no text format of ours holds
+
+
+def refuse_control(text: str, what: str, source: str) -> str:
+    """``text`` itself, or an InputError naming the file and the line of its first control character (a NUL
+    or another C0 code besides tab, newline, carriage return and form feeds): binary bytes that happen to be
+    valid UTF-8 are not a name or a number, and a reader that split on them read a name with NULs in it."""
+    found = CONTROL.search(text)
+    if found:
+        line = text.count("\n", 0, found.start()) + 1
+        raise InputError(f"the {what} holds a control character ({found.group()!r}); expected text", source=source,
+                         where=f"line {line}")
+    return text
+
+
+def reads_as_number(text: str) -> bool:
+    """Whether Python's float() takes ``text`` (NaN and infinity included: a broken number is still one)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def refuse_binary(text: str, what: str, source: str) -> str:
+    """``text`` (decoded with invalid bytes replaced), or an InputError naming the line of its first NUL or
+    replaced byte: a benchmark's output may carry a launcher's escape codes around its tables, but bytes that
+    are not text mean a file damaged or not an output at all (a row with them would be skipped unread)."""
+    for bad in ("\x00", "\ufffd"):
+        at = text.find(bad)
+        if at >= 0:
+            line = text.count("\n", 0, at) + 1
+            raise InputError(f"the {what} holds bytes that are not text; expected UTF-8 text", source=source,
+                             where=f"line {line}")
+    return text
+
+
+def text_of(path: str | Path, what: str) -> str:
+    """The file's text; InputError naming the file and ``what`` it should be where it cannot be read, is not
+    UTF-8 or holds control characters (:func:`refuse_control`)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read the {what} ({exc.strerror})", source=str(path)) from None
     except UnicodeDecodeError:
         raise InputError(f"the {what} is not UTF-8 text", source=str(path)) from None
+    return refuse_control(text, what, str(path))
 
 
 def data_lines(path: str | Path, what: str) -> list[tuple[int, list[str]]]:

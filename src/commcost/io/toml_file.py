@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from commcost.errors import InputError
+from commcost.io.text_lines import refuse_control
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -82,6 +83,7 @@ def read_toml(path: str | Path) -> TomlDocument:
         raise InputError(f"cannot read the file ({exc.strerror})", source=source) from None
     except UnicodeDecodeError:
         raise InputError("expected UTF-8 text", source=source) from None
+    refuse_control(text, "file", source)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

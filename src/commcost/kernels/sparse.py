@@ -100,6 +100,9 @@ def read_matrix(path: str | Path):
     if matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
         raise InputError(f"expected a square matrix with rows, got {matrix.shape[0]} x {matrix.shape[1]}",
                          source=str(path))
+    if matrix.data.dtype.kind in "fc" and not np.isfinite(matrix.data).all():
+        raise InputError("expected finite entries, got NaN or infinity (an SpMV of them has no cost to price "
+                         "that means anything)", source=str(path))
     return matrix
 
 

@@ -199,6 +199,9 @@ class TauLopChannel:
         for key in ("m", "o_s", "L_s"):
             if key not in data:
                 raise InputError(f"missing {key}; expected m, o_s and L_s tables", where=key)
+        for key in ("m", "o_s", "L_s"):  # a boolean is no number (numpy would read true as 1.0)
+            if not isinstance(data[key], list):
+                raise InputError(f"expected a list of numbers, got {data[key]!r}", where=key)
         try:
             m = np.asarray(data["m"], dtype=np.float64)
             o = np.asarray(data["o_s"], dtype=np.float64)
@@ -207,7 +210,7 @@ class TauLopChannel:
             raise InputError(f"expected arrays of numbers ({exc})") from None
         if m.ndim != 1 or o.shape != m.shape or L.ndim != 2 or L.shape[0] != len(m):
             raise InputError(
-                f"expected m and o_s of equal length and L_s with one row per m; got {len(m)} sizes, "
+                f"expected m and o_s of equal length and L_s with one row per m; got {m.size} sizes, "
                 f"{o.size} overheads, L_s of shape {L.shape}",
                 where="L_s",
             )
