@@ -10,7 +10,18 @@ Per case, the seconds and the peak memory of Python's allocations
 (tracemalloc) of the folded price, and beside it the whole schedule built
 and priced transmission by transmission where that stays under 2 million
 transmissions, with the ratio of the times and the relative difference of
-the prices. ``--quick``: P = 1,024 and sizes up to 64 MiB only.
+the prices. ``--quick``: P = 1,024 and sizes up to 64 MiB only; ``--procs P [P
+...]``: these process counts instead.
+
+``--every``: every bcast, reduce and allreduce algorithm, folded or not
+(issue 36 item 4), each with its defaults and, where it takes a segment
+size, 32 KiB segments: priced as ``select`` prices it
+(:func:`commcost.selection.grid.price_sizes`: folds, scale units, the
+transmission limit) and, beside it, built whole and priced transmission by
+transmission where that stays under 2.2 million transmissions; seconds,
+peak MiB of Python's allocations, the ratio of the times and the relative
+difference of the prices ("refused": past the transmission limit, never
+picked by a select; "-": not run whole).
 """
 
 from __future__ import annotations
@@ -21,10 +32,12 @@ import tracemalloc
 from pathlib import Path
 
 from commcost.collectives import Case, Collective, algorithms, build
+from commcost.collectives.recorder import ScheduleTooLarge
 from commcost.io.params_file import load_params
 from commcost.io.platform_file import load_platform
 from commcost.models import MODELS, PlacedSchedule
 from commcost.platform import Mapping
+from commcost.selection.grid import price_sizes
 from commcost.selection.long_pipeline import pipeline_statistic_s
 
 EX = Path(__file__).resolve().parent.parent / "examples"
@@ -44,11 +57,17 @@ def _measure(call):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--every", action="store_true", help="every algorithm, as select prices it")
+    parser.add_argument("--procs", type=int, nargs="+", help="these process counts instead")
     args = parser.parse_args()
     platform = load_platform(EX / "cluster" / "platform.toml")[0]
     model = MODELS["hockney"](load_params(EX / "params" / "illustrative.toml").for_model("hockney"))
     procs = (1024,) if args.quick else (1024, 65536)
     sizes = [1 << 20, 64 << 20] + ([] if args.quick else [1 << 30])
+    procs = tuple(args.procs) if args.procs else procs
+    if args.every:
+        every(platform, model, procs, sizes)
+        return
     chosen = [a for c in (Collective.BCAST, Collective.REDUCE, Collective.ALLREDUCE) for a in algorithms(c)
               if a.segmented is not None]
     print(f"{'algorithm':28s} {'P':>6s} {'size':>6s} {'segs':>6s} {'fold s':>8s} {'MiB':>7s} "
@@ -75,6 +94,58 @@ def main() -> None:
                 rest = "" if whole is None else (f" {whole_s:8.2f} {whole_mib:7.0f}" + (
                     "" if folded is None else f" {whole_s / fold_s:6.1f}x {abs(folded - whole) / whole:9.1e}"))
                 print(f"{name:28s} {nprocs:6d} {nbytes >> 20:5d}M {segs:6d} {fold:>16s}{rest}", flush=True)
+
+
+def every(platform, model, procs, sizes) -> None:
+    """Every algorithm as ``select`` prices it, beside the whole schedule priced one transmission at a time."""
+    print(f"{'algorithm':42s} {'P':>6s} {'size':>6s} {'select s':>9s} {'MiB':>7s} {'whole s':>8s} {'MiB':>7s} "
+          f"{'ratio':>7s} {'rel diff':>9s}")
+    for nprocs in procs:
+        ppn = 4 if nprocs <= 8192 else 32
+        mapping = Mapping.sequential(platform, nprocs, ppn)
+        for collective in (Collective.BCAST, Collective.REDUCE, Collective.ALLREDUCE):
+            for algorithm in algorithms(collective):
+                if not algorithm.supports(nprocs):
+                    continue
+                names = {p.name for p in algorithm.params}
+                variants = [{}] + ([{"segsize": 32 << 10}] if "segsize" in names else [])
+                for given in variants:
+                    if "ppn" in names:
+                        given = {**given, "ppn": ppn}
+                    values = algorithm.resolve_params(given)
+                    label = f"{collective.value}:{algorithm.library}.{algorithm.name}" + (
+                        f"/{values['segsize'] >> 10}K" if values.get("segsize") else "")
+                    for nbytes in (sizes if nprocs <= 8192 else sizes[-1:]):
+                        refused: list[str] = []
+                        (price,), sel_s, sel_mib = _measure(lambda: price_sizes(
+                            algorithm, dict(given), nprocs, [nbytes], platform, mapping, model, refused=refused))
+                        selected = "refused" if refused else f"{sel_s:9.2f} {sel_mib:7.0f}"
+                        rest = ""
+                        if not refused and _whole_fits(algorithm, values, nprocs, nbytes):
+                            try:
+                                whole, whole_s, whole_mib = _measure(lambda: model.total_time_s(PlacedSchedule.of(
+                                    build(algorithm, Case(collective, nprocs, nbytes, 0), values).schedule, platform,
+                                    mapping)))
+                            except ScheduleTooLarge:
+                                tracemalloc.stop()
+                                rest = "  past the recorder's limit whole"
+                            else:
+                                rest = (f" {whole_s:8.2f} {whole_mib:7.0f} {whole_s / max(sel_s, 1e-9):6.1f}x "
+                                        f"{abs(price - whole) / whole:9.1e}")
+                        print(f"{label:42s} {nprocs:6d} {nbytes >> 20:5d}M {selected:>17s}{rest}", flush=True)
+
+
+def _whole_fits(algorithm, values, nprocs: int, nbytes: int) -> bool:
+    """Whether the whole schedule stays under :data:`WHOLE_UP_TO` transmissions (a segmented one: segments x
+    (P - 1) counted first; the others: built on a smaller message to count)."""
+    cut = algorithm.segment_cut(values, nbytes)
+    if cut is not None:
+        return cut.count * nprocs <= WHOLE_UP_TO
+    try:
+        return build(algorithm, Case(algorithm.collective, nprocs, min(nbytes, 1 << 20), 0),
+                     values).schedule.ntransmissions <= WHOLE_UP_TO
+    except ScheduleTooLarge:
+        return False
 
 
 if __name__ == "__main__":
