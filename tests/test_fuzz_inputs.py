@@ -283,11 +283,13 @@ def broken(draw, text: str, output: bool = False, empty_ok: bool = False, json: 
 
 
 def _row_shaped(line: str, made: str) -> bool:
-    """A benchmark output's table row (it starts with a digit) still shaped as one after the edit: two fields
-    or more, one of them a number (NaN and infinity included). A line of words is launcher noise to any
-    reader."""
+    """A benchmark output's table row (it starts with a digit) still shaped as one after the edit: it still
+    starts with a digit, or every field after its first is a number (NaN and infinity included). A line with
+    a word after its first field is launcher noise to any reader (``srun: Job 12 step creation ...``)."""
     from commcost.io.text_lines import reads_as_number
-    return line.strip()[:1].isdigit() and len(made.split()) >= 2 and any(reads_as_number(t) for t in made.split())
+    fields = made.split()
+    return line.strip()[:1].isdigit() and len(fields) >= 2 and (
+        made.strip()[:1].isdigit() or all(reads_as_number(t) for t in fields[1:]))
 
 
 def canon(value, depth: int = 0):

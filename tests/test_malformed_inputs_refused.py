@@ -142,3 +142,16 @@ def test_a_matrix_with_a_nan_entry_is_refused(tmp_path):
     path.write_text("\n".join([*text[:-1], f"{last[0]} {last[1]} nan"]) + "\n")
     with pytest.raises(InputError, match="a.mtx: expected finite entries"):
         read_matrix(path)
+
+
+def test_launcher_noise_inside_an_osu_table_is_still_skipped(tmp_path, capsys):
+    """A line with a word after its first field is noise, not a broken row: the rows are read as without it."""
+    text = (DATA / "osu" / "osu_latency_shm.out").read_text()
+    row = "131072                 15.42"
+    noisy = text.replace(row, f"srun: retrying\nwarning 12 seconds\n{row}")
+    for name, body in (("clean.out", text), ("noisy.out", noisy)):
+        (tmp_path / name).write_text(body)
+        assert main(["import", "osu", str(tmp_path / name), "-o", str(tmp_path / f"{name}.csv")]) == 0
+    capsys.readouterr()
+    rows = [(tmp_path / f"{n}.csv").read_text().count("\n") for n in ("clean.out", "noisy.out")]
+    assert rows[0] == rows[1] > 10

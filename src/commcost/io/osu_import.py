@@ -229,14 +229,15 @@ def cell_number(token: str, column: str, source: str, line: int, integer: bool =
 
 def is_table_row(line: str, names: list[str] | None) -> bool:
     """Whether a line under a table's header is one of its rows, to be read or refused: it starts with a
-    digit, or it has the header's count of fields and one of them reads as a number, NaN or infinity (a row
-    whose size became ``inf`` or a word is broken, not launcher noise to skip; a line of words is noise)."""
+    digit, or it has the header's count of fields and every field after the first reads as a number (NaN and
+    infinity included): a row whose size became ``inf`` or a word is broken, not launcher noise to skip. A
+    line with a word after its first field is noise (``srun: Job 12 step creation ...``)."""
     if names is None or not line or line.startswith("#"):
         return False
     if line[0].isdigit():
         return True
     tokens = line.split()
-    return len(tokens) == len(names) and len(tokens) >= 2 and any(reads_as_number(t) for t in tokens)
+    return len(tokens) == len(names) and len(tokens) >= 2 and all(reads_as_number(t) for t in tokens[1:])
 
 
 def _row(names: list[str], tokens: list[str], source: str, line: int) -> dict | None:
