@@ -147,13 +147,13 @@ def read_mca_params(path: str | Path) -> dict[str, tuple[int, str]]:
     for number, line in enumerate(text_of(path, "MCA parameter file").splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        name, sep, value = line.partition("=")
-        if not sep or not name.strip() or " " in name.strip():
+        name, sep, value = (part.strip() for part in line.partition("="))
+        if not sep or not name or " " in name:
             raise InputError(f"expected 'name = value', got {line.strip()!r}", source=source, where=f"line {number}")
-        if name.strip().endswith(SWITCHES) and mca_bool(value) is None:
-            raise InputError(f"{name.strip()}: expected 0, 1, true, false, yes, no, enabled or disabled, got "
-                             f"{value.strip()!r}", source=source, where=f"line {number}")
-        out[name.strip()] = (number, value.strip())
+        if name.endswith(SWITCHES) and mca_bool(value) is None:
+            raise InputError(f"{name}: expected 0, 1, true, false, yes, no, enabled or disabled, got {value!r}",
+                             source=source, where=f"line {number}")
+        out[name] = (number, value)
     return out
 
 

@@ -9,18 +9,25 @@ from commcost.errors import InputError
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # control characters no text format of ours holds
+NOT_TEXT = re.compile("[\x00\ufffd]")  # a NUL, or a byte that was not UTF-8 (decoded as the replacement character)
+
+
+def _refuse_first(text: str, pattern: re.Pattern, message, source: str) -> str:
+    """``text`` itself, or an InputError naming the file and the line of the first match of ``pattern``,
+    ``message(match)`` saying what was found."""
+    found = pattern.search(text)
+    if found:
+        line = text.count("\n", 0, found.start()) + 1
+        raise InputError(message(found), source=source, where=f"line {line}")
+    return text
 
 
 def refuse_control(text: str, what: str, source: str) -> str:
     """``text`` itself, or an InputError naming the file and the line of its first control character (a NUL
     or another C0 code besides tab, newline, carriage return and form feeds): binary bytes that happen to be
     valid UTF-8 are not a name or a number, and a reader that split on them read a name with NULs in it."""
-    found = CONTROL.search(text)
-    if found:
-        line = text.count("\n", 0, found.start()) + 1
-        raise InputError(f"the {what} holds a control character ({found.group()!r}); expected text", source=source,
-                         where=f"line {line}")
-    return text
+    return _refuse_first(text, CONTROL, lambda found: f"the {what} holds a control character ({found.group()!r}); "
+                                                      "expected text", source)
 
 
 def reads_as_number(text: str) -> bool:
@@ -36,13 +43,8 @@ def refuse_binary(text: str, what: str, source: str) -> str:
     """``text`` (decoded with invalid bytes replaced), or an InputError naming the line of its first NUL or
     replaced byte: a benchmark's output may carry a launcher's escape codes around its tables, but bytes that
     are not text mean a file damaged or not an output at all (a row with them would be skipped unread)."""
-    for bad in ("\x00", "\ufffd"):
-        at = text.find(bad)
-        if at >= 0:
-            line = text.count("\n", 0, at) + 1
-            raise InputError(f"the {what} holds bytes that are not text; expected UTF-8 text", source=source,
-                             where=f"line {line}")
-    return text
+    return _refuse_first(text, NOT_TEXT, lambda _: f"the {what} holds bytes that are not text; expected UTF-8 text",
+                         source)
 
 
 def text_of(path: str | Path, what: str) -> str:
