@@ -46,7 +46,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import register, whole_blocks
+from commcost.collectives.registry import SEGMENTS, register, whole_blocks
 from commcost.collectives.waits import BlockingSteps, Waits, pipeline_waits, ring_waits
 from commcost.errors import InputError
 from commcost.schedule.schedule import SendMode
@@ -442,7 +442,8 @@ def pipeline_chunks(nbytes: int, chunk_size: int) -> np.ndarray:
 @register(Collective.BCAST, "mpich", "pipelined_tree",
           "the message in chunks (default 8192 bytes) pipelined down a k-ary or k-nomial tree",
           params=TREE_PARAMS + (Param("segsize", 8192, "MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE: chunk "
-                                                       "bytes (<= 0 or >= n: one chunk)"),), scales=_one_chunk)
+                                                       "bytes (<= 0 or >= n: one chunk)"),), scales=_one_chunk,
+          segmented=SEGMENTS)  # (its short chunk first, not last: the cut is the same arithmetic)
 def pipelined_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``MPIR_Bcast_intra_pipelined_tree`` (bcast_intra_pipelined_tree.c).
 

@@ -83,7 +83,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import SEGMENTS, register
+from commcost.collectives.registry import SEGMENTS, Segmented, register
 from commcost.collectives.segments import reserved_segment_bounds, segment_bounds
 from commcost.collectives.trees import (
     MAXTREEFANOUT, Tree, build_bmtree, build_chain, build_kmtree, build_tree, to_ranks,
@@ -251,7 +251,7 @@ def _linear(rec: Recorder, case: Case) -> None:
 
 @register(Collective.BCAST, "ompi", "split_binary_tree",
           "each half down one subtree of a binary tree, then pairs swap halves", params=(SEGSIZE,), id=4,
-          scales=_split_unit)
+          scales=_split_unit, segmented=Segmented(parts=2, part_phases=("split exchange",)))
 def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_split_bintree`` (coll_base_bcast.c).
 
@@ -268,7 +268,9 @@ def split_binary_tree(rec: Recorder, case: Case, params: Mapping[str, int]) -> N
     sends the second half to virtual rank P-1, which has no partner. An
     exchange send waits for its sender's last tree send and its reception
     of the last segment of its half (the earlier ones arrived before it, in
-    the parent's sequence of sends). When a half is empty or shorter than
+    the parent's sequence of sends); its receiver takes it after that
+    reception of its own (the sendrecv's receive is posted then: a partner
+    done first does not hold up the segments still coming down its tree). When a half is empty or shorter than
     ``segsize`` (``n <= 1``, or ``segsize > floor(n/2)``), Open MPI falls
     back to ``ompi_coll_base_bcast_intra_chain(segsize, 1)``: the pipeline.
     """
@@ -309,6 +311,8 @@ def _split_exchange(rec: Recorder, case: Case, half: int, waits: Waits, pipe: Pi
     last_recv, last_send = pipe.last_ops(p)
     waits(ids, last_recv[src])
     waits(ids, last_send[src])
+    # sendrecv posts its receive after the rank's part of the tree: the other half is taken after its own
+    rec.receive_in_order(np.concatenate([last_recv[dst], ids]))
 
 
 # ------------------------------------------------------------------------------------ scatter-allgather

@@ -28,15 +28,18 @@ class Unsupported(InputError):
 
 
 class SegmentCut(NamedTuple):
-    """``nbytes`` as ``count`` segments of ``size`` bytes, the last one ``last`` bytes."""
+    """``nbytes`` as ``count`` segments of ``size`` bytes, the last one ``last`` bytes; with ``parts`` = 2
+    (split_binary_tree's halves) each half is ``count`` segments (the second one fewer when ``last`` is 1
+    byte) and ``last`` the bytes of the two halves' last segments together."""
 
     size: int
     count: int
     last: int
+    parts: int = 1
 
     def nbytes(self, full: int) -> int:
-        """The message of ``full`` segments of ``size`` and then this one's last segment."""
-        return full * self.size + self.last
+        """The message of ``full`` segments of ``size`` (in each part) and then this one's last segments."""
+        return full * self.size * self.parts + self.last
 
 
 @dataclass(frozen=True)
@@ -44,21 +47,27 @@ class Segmented:
     """An algorithm whose schedule for n bytes is segments repeated: the message cut into segments of
     ``params[param]`` bytes, the last one the rest, every segment run as the one before it; everything else
     in the schedule is the same for every n cut alike, but for the transmissions of the phases
-    ``part_phases``, which carry the whole message (in-order binary reduce's send to the root). Then the
+    ``part_phases``, which carry the whole message (in-order binary reduce's send to the root) or, with
+    ``parts`` = 2, a half (split_binary_tree's exchange). Then the
     same algorithm on fewer segments with the same last one (:meth:`SegmentCut.nbytes`), those
     transmissions grown back to the message's size, is the first segments of the schedule and its end
     (:mod:`commcost.selection.long_pipeline`)."""
 
     param: str = "segsize"
     part_phases: tuple[str, ...] = ()
+    parts: int = 1
 
     def cut(self, params: Mapping[str, int], nbytes: int) -> SegmentCut | None:
-        """The cut of ``nbytes`` (at least two segments), or None."""
+        """The cut of ``nbytes`` (at least two segments in each part), or None. With ``parts`` = 2 the message
+        is halves ``ceil(n/2)`` and the rest (split_binary_tree), each cut into segments: one more full
+        segment in each half is ``2 size`` more bytes, and every transmission of ``part_phases`` (a half)
+        grows by ``size``."""
         size = int(params.get(self.param, 0))
-        if size < 1 or nbytes <= size:
+        if size < 1 or nbytes <= size * self.parts:
             return None
-        count = -(-nbytes // size)
-        return SegmentCut(size, count, nbytes - (count - 1) * size)
+        first = -(-nbytes // self.parts)  # the first (larger) part
+        count = -(-first // size)
+        return SegmentCut(size, count, nbytes - (count - 1) * size * self.parts, self.parts)
 
 
 SEGMENTS = Segmented()  # the message in segments of params["segsize"]

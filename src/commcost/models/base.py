@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Mapping as TMapping
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.models.dependency_timeline import STRUCTURE_KEY
 from commcost.models.group_max import group_max
 from commcost.models.reduction import ReductionLaw
 from commcost.models.timeline import queue_done
@@ -39,6 +40,30 @@ class PlacedSchedule:
         channel = platform.channel_indices(mapping, schedule.src, schedule.dst)
         domain = platform.contention_domains(mapping, schedule.src, channel, schedule.dst)
         return cls(schedule, platform, mapping, channel, domain)
+
+    def scaled(self, factor: float) -> "PlacedSchedule":
+        """The same placement of the schedule with every size multiplied by ``factor`` (> 0), keeping what
+        pricing derived from this one: what a model keeps on a placed schedule (its fold by a shift of
+        ranks, the used channels) and the schedule's dependency structure depend on its ranks, channels,
+        domains, waits and on which sizes are equal, never on the sizes themselves, and a uniform scaling
+        keeps equal sizes equal. So a sweep over sizes of one scale unit finds its fold and structure once."""
+        if not factor > 0:
+            raise ValueError(f"expected a factor > 0, got {factor}")
+        schedule = self.schedule.scaled(factor)
+        if STRUCTURE_KEY in self.schedule.__dict__:
+            schedule.__dict__[STRUCTURE_KEY] = self.schedule.__dict__[STRUCTURE_KEY]
+        out = PlacedSchedule(schedule, self.platform, self.mapping, self.channel, self.domain)
+        fields = {"schedule", "platform", "mapping", "channel", "domain"}
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in fields})
+        return out
+
+    def keep_derived(self, scaled: "PlacedSchedule") -> None:
+        """Take back what pricing derived on ``scaled``, a :meth:`scaled` copy of this one (its fold, found
+        at a second pricing; the dependency structure), for the next copy."""
+        fields = {"schedule", "platform", "mapping", "channel", "domain"}
+        self.__dict__.update({k: v for k, v in scaled.__dict__.items() if k not in fields})
+        if STRUCTURE_KEY in scaled.schedule.__dict__:
+            self.schedule.__dict__[STRUCTURE_KEY] = scaled.schedule.__dict__[STRUCTURE_KEY]
 
     @functools.cached_property
     def used_channels(self) -> frozenset[int]:

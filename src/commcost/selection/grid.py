@@ -130,7 +130,7 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         if m_index in tree_priced:
             continue
         unit_n = algorithm.scale_unit(values, nprocs, int(nbytes)) if sweep else None
-        key = unit_n if unit_n is not None and hasattr(model, "price_scaled") else -1 - m_index
+        key = unit_n if unit_n is not None else -1 - m_index
         groups.setdefault(key, []).append(m_index)
     phases_seen: dict[bytes, np.ndarray] = {}
     for key, members in groups.items():
@@ -154,8 +154,13 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
                 factors = factors[~hopeless]
             if not members:
                 continue
-            if key > 0:
+            if key > 0 and hasattr(model, "price_scaled"):
                 out[members] = model.price_scaled(placed, factors)  # type: ignore[attr-defined]
+            elif key > 0:  # one build, each size priced on it scaled, its fold and structure found once
+                for i, factor in zip(members, factors):
+                    one = placed.scaled(float(factor))
+                    out[i] = model.total_time_s(one)
+                    placed.keep_derived(one)
             else:  # a dependency schedule has no phases to share: its last end
                 out[members[0]] = model.total_time_s(placed)
             continue
@@ -178,6 +183,7 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
     (in elements of ``element_bytes``: each size built on its own)."""
     out = np.empty(len(sizes))
     built: dict[int, object] = {}
+    placed: dict[int, PlacedSchedule] = {}  # each unit placed once; its sizes priced on it scaled
     for m_index, nbytes in enumerate(sizes):
         folded = None if element_bytes > 1 else pipeline_statistic_s(algorithm, values, nprocs, int(nbytes),
                                                                      platform, mapping, model, root, statistic)
@@ -194,8 +200,11 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
             out[m_index] = np.inf
             _refuse(refused, algorithm, values, nprocs, [nbytes])
             continue
-        schedule = built[base].scaled(nbytes / base) if base != nbytes else built[base]
-        out[m_index] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
+        if base not in placed:
+            placed[base] = PlacedSchedule.of(built[base], platform, mapping)
+        one = placed[base].scaled(nbytes / base) if base != nbytes else placed[base]
+        out[m_index] = model.statistic_s(one, statistic)
+        placed[base].keep_derived(one)
     return out
 
 

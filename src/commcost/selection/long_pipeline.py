@@ -6,8 +6,8 @@ it takes minutes and gigabytes. But its segments are alike: each runs as
 the one before it (same senders, receivers, sizes, waits on the segment
 before), and only the last, the rest of the message, is shorter
 (:class:`commcost.collectives.registry.Segmented` says which algorithms
-are made so: Open MPI's tree pipelines, its segmented reduce trees, coll/han's
-pipelines).
+are made so: Open MPI's tree pipelines and split binary tree, its segmented
+reduce trees, coll/han's pipelines, MPICH's pipelined tree).
 
 *The fold.* Let f(m) be the figure asked (the last rank's end, or the mean
 over ranks, ...: :meth:`Model.statistic_s`) for the schedule of m full
@@ -30,10 +30,17 @@ drain differently, 2e-6 off at 12 ranks). Why the checks are what matters: under
 models (:mod:`commcost.models.dependency_timeline`) a rank's end is mostly
 a longest path through the segments' waits, a maximum of terms affine in m
 (a path through k alike segments adds k times that segment's step), convex
-in m; a receiver's queue taken in order of arrival (Open MPI's split binary tree:
-its exchange of halves meets the last segments; a fold that passed the
-checks on 1,024 ranks was 23% off, so that algorithm is not folded) is not, and there a single rank's
-end moves erratically with m while the last rank's does not. A term steeper
+in m; a receiver's queue taken in order of arrival where messages of two
+paces meet is not, and there a single rank's end moves erratically with m
+while the last rank's does not (Open MPI's split binary tree, while its
+exchange of halves was taken in order of arrival: it met the last segments,
+and a fold that passed the checks on 1,024 ranks was 23% off; the library
+posts that receive after the rank's own half, and so does the schedule now:
+folded, it equals the whole to 1e-13 on 1,000 and 1,024 ranks; coll/han's
+reduce, whose leaders' low and up receptions interleave, is not folded).
+Under tau-Lop, MPICH's pipelined tree with its sends all posted at once
+shares each sender's channel among all its chunks, which no fold passes
+(priced whole). A term steeper
 than the checks saw would have to overtake after 2 m; this is not proved.
 tests/test_long_pipeline.py prices whole schedules beside the fold (every
 segmented algorithm, three models, process counts and segment counts) and
