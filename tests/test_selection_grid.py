@@ -77,3 +77,35 @@ def test_an_algorithm_open_mpi_refuses_is_never_the_fastest():
     grid = price_grid([two_proc, ring], [2, 3, 8], [8, 4096], platform, mapping_of, TauLop(two_channel_params()))
     assert np.all(np.isfinite(grid.time_s[:, 0])) and np.all(np.isinf(grid.time_s[0, 1:]))
     assert np.all(np.isfinite(grid.time_s[1]))
+
+
+def test_a_sweep_without_price_scaled_prices_each_size_on_one_build_scaled_fold_kept():
+    """Hockney has no one-pass size sweep: the sizes of one scale unit are priced on one build, scaled
+    (PlacedSchedule.scaled), which keeps the fold by a node's ranks found at the second pricing; each size
+    gets what building and pricing it alone gives. A ring allgather on 160 ranks (25,440 transmissions,
+    past the fold's threshold)."""
+    from pathlib import Path
+
+    from commcost.io.params_file import load_params
+    from commcost.models import MODELS
+    from commcost.models import PlacedSchedule
+    from commcost.models.symmetry import FOLD_KEY
+    from commcost.selection.grid import price_sizes
+
+    ex = Path(__file__).resolve().parent.parent / "examples"
+    model = MODELS["hockney"](load_params(ex / "params" / "illustrative.toml").for_model("hockney"))
+    platform = cluster(40, 4)
+    mapping = Mapping.sequential(platform, 160, 4)
+    ring = next(a for a in algorithms(Collective.ALLGATHER) if a.key == "ompi.ring")
+    sizes = [160 * k for k in (1, 2, 7, 64, 1000, 1 << 16)]
+    fast = price_sizes(ring, {}, 160, sizes, platform, mapping, model)
+    slow = price_sizes(ring, {}, 160, sizes, platform, mapping, model, sweep=False)
+    assert np.allclose(fast, slow, rtol=1e-12) and np.all(np.diff(fast) > 0)
+    unit = PlacedSchedule.of(build(ring, Case(Collective.ALLGATHER, 160, 160, 0), {}).schedule, platform, mapping)
+    for factor in (1.0, 2.0, 3.0):  # the fold is looked for at the second pricing and carried to the next copy
+        one = unit.scaled(factor)
+        model.total_time_s(one)
+        unit.keep_derived(one)
+    assert unit.__dict__.get(FOLD_KEY) is not None
+    assert model.total_time_s(unit.scaled(5.0)) == pytest.approx(model.total_time_s(PlacedSchedule.of(
+        build(ring, Case(Collective.ALLGATHER, 160, 800, 0), {}).schedule, platform, mapping)), rel=1e-12)
