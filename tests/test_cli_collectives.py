@@ -100,7 +100,7 @@ def test_a_schedule_too_large_is_skipped_or_refused(capsys, monkeypatch):
     import commcost.collectives.recorder as recorder
 
     monkeypatch.setattr(recorder, "MAX_TRANSMISSIONS", 5000)
-    monkeypatch.setattr(recorder.Recorder.__init__, "__defaults__", (False, 5000))
+    monkeypatch.setattr(recorder.Recorder.__init__, "__defaults__", (False, 5000, None))  # data, limit, fold
     # 1,000,000 bytes are not 128 equal blocks: the ring's steps differ and are recorded one by one
     code, out, _ = run(capsys, *BASE, "--all-algorithms", "--procs", "128", "--ppn", "32", "--nbytes", "1000000")
     assert code == 0

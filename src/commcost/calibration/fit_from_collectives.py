@@ -288,14 +288,17 @@ ONE_MESSAGE = ("pingpong", "osu_latency", "imb_pingpong")  # point-to-point rows
 
 
 def collective_points(rows, platform, collectives: Sequence[str] | None = None, max_procs: int | None = None,
-                      library: str = "ompi"):
+                      library: str = "ompi", fold: bool = False):
     """The training points of measurement rows, one per (collective, algorithm, P, ranks per node, n) with the
     median of its runs, each with its schedule placed in blocks: forced algorithms only (Open MPI's
     ``default`` rows say nothing about a schedule), and ping-pong rows of a platform channel as one message
     on that channel (collective ``p2p``, algorithm the channel: a combined fit where both are present);
     returns (points, placed schedules, channel names used). Each schedule counts the row's elements
-    (:attr:`Measurement.element_size`: OSU's reductions 4-byte floats)."""
-    from commcost.collectives import Case, Collective, build, find
+    (:attr:`Measurement.element_size`: OSU's reductions 4-byte floats). ``fold``: for a model that prices a
+    schedule folded by one node's ranks as the whole (:attr:`commcost.models.Model.folds_by_rank_shift`),
+    each schedule invariant under that shift is built and held folded (a ring on 2,048 ranks of 4 per node:
+    a 512th of its transmissions; :func:`commcost.selection.grid.placed_folded`)."""
+    from commcost.collectives import Case, Collective, build, build_folded, find
     from commcost.collectives.recorder import held_limit
     from commcost.models import PlacedSchedule
     from commcost.platform import Mapping
@@ -330,9 +333,13 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             collective = Collective(coll)
             algorithm = find(collective, alg if "." in alg or alg.isdigit() else f"{library}.{alg}")
             given = {"segsize": segsize} if segsize and any(p.name == "segsize" for p in algorithm.params) else {}
-            schedule = build(algorithm, Case(collective, nprocs, nbytes, element_bytes=element),
-                             algorithm.resolve_params(given)).schedule
-            where = PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, min(ppn, nprocs)))
+            case, values = Case(collective, nprocs, nbytes, element_bytes=element), algorithm.resolve_params(given)
+            mapping = Mapping.sequential(platform, nprocs, min(ppn, nprocs))
+            folded = build_folded(algorithm, case, min(ppn, nprocs), values) if fold else None
+            where = None if folded is None else PlacedSchedule.of_folded(folded[0].schedule, folded[1], nprocs,
+                                                                         platform, mapping)
+            if where is None:
+                where = PlacedSchedule.of(build(algorithm, case, values).schedule, platform, mapping)
             label = algorithm.name
         held += where.schedule.ntransmissions
         if held > limit:

@@ -32,6 +32,7 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
+from commcost.collectives.rank_shift import NotFoldable, shift_periodic
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import (floor_pof2, fold_halves, halving_windows, pof2_unit, reduce_linear,
                                          reduce_scatter_halving)
@@ -133,16 +134,26 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
         recursive_doubling(rec, p, n)
         return
     bounds = block_bounds(n, p)
-    ranks = np.arange(p, dtype=np.int64)
-    right = (ranks + 1) % p
-    for k in range(p - 1):
-        block = (ranks - k) % p
-        rec.phase(f"reduce-scatter step {k}", SEQ)
-        rec.sends(ranks, right, bounds[block], bounds[block + 1], combine=True)
-    for k in range(p - 1):
-        block = (ranks + 1 - k) % p
-        rec.phase(f"allgather step {k}", SEQ)
-        rec.sends(ranks, right, bounds[block], bounds[block + 1], combine=False)
+    _ring_pass(rec, p, bounds[:-1], bounds[1:], 0, "reduce-scatter", True)
+    _ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather", False)
+
+
+def _ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: int, name: str,
+               combine: bool) -> None:
+    """P - 1 ring steps in one batch, each its own phase (``name step k``, blocking sends): at step k rank r
+    sends ``[start[b], stop[b])`` of block b = (r + lag - k) mod P to rank r + 1.
+
+    A recorder in fold mode (:mod:`.rank_shift`) gets ranks 0..q-1's sends only: the steps are invariant
+    under the shift of ranks by q exactly when the blocks' sizes repeat with period q (every block meets
+    every rank), which is checked here."""
+    ranks = np.arange(p if rec.fold is None else rec.fold, dtype=np.int64)
+    if rec.fold is not None and not shift_periodic(stop - start, rec.fold):
+        raise NotFoldable("ring blocks whose sizes do not repeat with the shift")
+    step = np.repeat(np.arange(p - 1, dtype=np.int64), len(ranks))
+    src = np.tile(ranks, p - 1)
+    block = (src + lag - step) % p
+    rec.staged_sends(step, src, (src + 1) % p, start[block], stop[block], name, SEQ, combine=combine,
+                     names=[f"{name} step {k}" for k in range(p - 1)], representatives=rec.fold is not None)
 
 
 @register(Collective.ALLREDUCE, "ompi", "rabenseifner",
@@ -264,18 +275,9 @@ def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int
     if rest >= p and rest > (p * segcount) // 2:
         rounds += 1
     bounds = block_bounds(n, p)
-    ranks = np.arange(p, dtype=np.int64)
-    right = (ranks + 1) % p
     sizes = np.diff(bounds)
     base, extra = sizes // rounds, sizes % rounds  # piece k of block b: base + (k < extra)
     for k in range(rounds):
         offset = bounds[:-1] + k * base + np.minimum(k, extra)
-        length = base + (k < extra)
-        for j in range(p - 1):
-            block = (ranks - j) % p
-            rec.phase(f"round {k}, reduce-scatter step {j}", SEQ)
-            rec.sends(ranks, right, offset[block], offset[block] + length[block], combine=True)
-    for j in range(p - 1):
-        block = (ranks + 1 - j) % p
-        rec.phase(f"allgather step {j}", SEQ)
-        rec.sends(ranks, right, bounds[block], bounds[block + 1], combine=False)
+        _ring_pass(rec, p, offset, offset + base + (k < extra), 0, f"round {k}, reduce-scatter", True)
+    _ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather", False)

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from commcost.collectives.case import Case, CollectiveSchedule
+from commcost.collectives.rank_shift import NotFoldable, shift_invariant
 from commcost.errors import InputError
 from commcost.schedule.program_order import after_own, program_order
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
@@ -112,9 +113,15 @@ class ScheduleTooLarge(InputError):
 class Recorder:
     """Collects phases of transmissions for one :class:`Case`."""
 
-    def __init__(self, case: Case, data: bool = False, limit: int | None = None) -> None:
+    def __init__(self, case: Case, data: bool = False, limit: int | None = None, fold: int | None = None) -> None:
+        """``fold``: record only ranks 0..fold-1's transmissions, receivers modulo ``fold``, each batch checked
+        invariant under the shift of ranks by ``fold`` (:mod:`.rank_shift`; :class:`NotFoldable` if not);
+        :attr:`placement_dst` then holds each built transmission's real receiver."""
         self.case = case
         self.data = data
+        self.fold = fold
+        self.placement_dst: np.ndarray | None = None
+        self._real_dst: list[np.ndarray] = []
         self.limit = transmission_limit() if limit is None else limit
         self._count = 0
         self._names: list[str] = []
@@ -148,6 +155,8 @@ class Recorder:
     def dependencies(self) -> "Recorder":
         """From the next transmission on, what waits is said with :meth:`wait` (not derived from program
         order); each such transmission also waits for its sender's stepped program before it."""
+        if self.fold:
+            raise NotFoldable("waits stated explicitly")
         if self._explicit_from[-1] is None:
             self._explicit_from[-1] = self.count
         return self
@@ -180,6 +189,8 @@ class Recorder:
         posted once the one before it completed; :mod:`commcost.schedule.schedule`): per receiver, each of
         its ids here is taken right after its previous one here. Ids below 0 are skipped. Without this a
         rank takes its receptions in order of arrival."""
+        if self.fold:
+            raise NotFoldable("receptions in a stated order")
         self._flush()
         ids = np.asarray(ids, np.int64).ravel()
         ids = ids[ids >= 0]
@@ -197,9 +208,12 @@ class Recorder:
 
     def staged_sends(self, step: np.ndarray, src: np.ndarray, dst: np.ndarray, start: np.ndarray,
                      stop: np.ndarray, label: str, mode: SendMode = SendMode.POSTED,
-                     combine: bool = False) -> np.ndarray:
+                     combine: bool = False, names: Sequence[str] | None = None,
+                     representatives: bool = False) -> np.ndarray:
         """Many phases in one batch: transmission i runs in phase ``step[i]`` of a run of new phases,
-        one per distinct step in increasing order (named ``label step t``); within a phase and a
+        one per distinct step in increasing order (named ``label step t``, or ``names[k]`` for the k-th
+        distinct step; ``representatives``: in fold mode, the batch is only ranks 0..fold-1's sends of a
+        batch its builder checked invariant under the shift, receivers as they are); within a phase and a
         sender, transmissions keep their order in the arrays. ``combine``: every transmission reduces
         into the receiver's data (see :mod:`.case`). Returns the id of each transmission, aligned with the arguments."""
         self._flush()
@@ -214,12 +228,12 @@ class Recorder:
             steps, local = np.unique(step, return_inverse=True)
             order = np.argsort(local, kind="stable")
         first = len(self._names)
-        self._names += [f"{label} step {t}" for t in steps.tolist()]
+        self._names += [f"{label} step {t}" for t in steps.tolist()] if names is None else list(names)
         self._posted += [mode is SendMode.POSTED] * len(steps)
         src, dst, start, stop = src[order], dst[order], start[order], stop[order]
         base = self._count
         self._append(src, dst, np.maximum(stop - start, 0).astype(np.float64), np.full(len(src), combine),
-                     phase=first + local[order])
+                     phase=first + local[order], representatives=representatives)
         if self.data:
             self._payload.extend(((int(a), int(b)),) if b > a else () for a, b in zip(start, stop))
         ids = np.empty(len(order), np.int64)
@@ -295,6 +309,8 @@ class Recorder:
     def reserve(self, count: int, why: str = "") -> None:
         """Refuse up front a schedule that will record at least ``count`` more transmissions than the limit
         allows (before its arrays are built: a segmented pipeline's are segments x edges long)."""
+        if self.fold:  # one node's share of them
+            count = count * self.fold // max(self.case.nprocs, 1)
         if self.count + count > self.limit:
             raise ScheduleTooLarge(
                 f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
@@ -303,7 +319,21 @@ class Recorder:
                 f"larger --max-transmissions or --max-memory")
 
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
-                phase: np.ndarray | None = None) -> None:
+                phase: np.ndarray | None = None, representatives: bool = False) -> None:
+        if representatives and not self.fold:
+            raise ValueError("a batch of representatives outside fold mode")
+        if self.fold and len(src):
+            steps = np.full(len(src), len(self._names) - 1, dtype=np.int64) if phase is None else phase
+            if representatives:  # checked by its builder: only that it is one node's share, no rank to itself
+                if np.any(src >= self.fold) or np.any((dst - src) % self.fold == 0):
+                    raise NotFoldable("representatives that are not")
+            elif not shift_invariant(src, dst, nbytes, combine, steps, self.case.nprocs, self.fold):
+                raise NotFoldable("a batch that the shift of ranks does not map onto itself")
+            keep = src < self.fold
+            src, real, nbytes, combine = src[keep], dst[keep], nbytes[keep], combine[keep]
+            phase = steps[keep]
+            self._real_dst.append(real)
+            dst = real % self.fold
         self._count += len(src)
         if self._count > self.limit:
             raise ScheduleTooLarge(
@@ -337,8 +367,9 @@ class Recorder:
         waited: list[np.ndarray] = []
         for q, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
             explicit = self._explicit_from[q]
+            # folded, two peers may be one: every reception waited for is named (as for the checker)
             w, d = program_order(phase[a:b], posted, src[a:b], dst[a:b], (b if explicit is None else explicit) - a,
-                                 nbytes[a:b], combine[a:b], compress=not self.data)
+                                 nbytes[a:b], combine[a:b], compress=not self.data and not self.fold)
             waiter.append(w + a)
             waited.append(d + a)
             if q:  # each of this collective's sends waits for its sender's operations in the earlier ones
@@ -390,8 +421,10 @@ class Recorder:
             after_ptr, after_idx = relabel_dependencies(order, np.concatenate(w + self._waiter),
                                                         np.concatenate(d + self._waited),
                                                         f"{self.case.collective.value} {algorithm}")
+        if self.fold:
+            self.placement_dst = cat(self._real_dst, np.int64)[order]
         schedule = Schedule(
-            self.case.nprocs, src[order], dst[order],
+            self.fold or self.case.nprocs, src[order], dst[order],
             cat(self._nbytes, np.float64)[order], phase[order], posted[order],
             tuple(self._names) if len(used) == len(self._names) else tuple([self._names[k] for k in used.tolist()]),
             name=f"{self.case.collective.value} {algorithm}",

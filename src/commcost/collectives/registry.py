@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, NamedTuple
 
+import numpy as np
+
 from commcost.collectives.case import Case, Collective, CollectiveSchedule, Param
+from commcost.collectives.rank_shift import NotFoldable
 from commcost.collectives.recorder import Recorder
 from commcost.errors import InputError
 
@@ -210,6 +213,35 @@ def build(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = N
     return recorder.build(algorithm.key, values)
 
 
+def build_folded(algorithm: Algorithm, case: Case, shift: int,
+                 params: Mapping[str, int] | None = None) -> tuple[CollectiveSchedule, np.ndarray] | None:
+    """The schedule of ``algorithm`` for ``case`` folded by the shift of ranks by ``shift`` (one node's
+    ranks), built without the whole (:mod:`.rank_shift`): ranks 0..shift-1's transmissions, receivers
+    modulo ``shift``, on ``shift`` ranks; with each transmission's real receiver, for its channel. None
+    where a batch the algorithm records is not invariant under the shift, or the algorithm states its
+    waits or its receive order (build it whole then)."""
+    p = case.nprocs
+    if case.nbytes <= 0 or shift < 2 or shift >= p or p % shift:
+        return None
+    if case.element_bytes > 1:  # as in_elements: the library's count of elements, each element_bytes bytes
+        count, given = _in_count(algorithm, case, params)
+        got = build_folded(algorithm, count, shift, given)
+        if got is None:
+            return None
+        return replace(got[0], schedule=got[0].schedule.scaled(float(case.element_bytes)), case=case), got[1]
+    values = algorithm.resolve_params(params)
+    if not algorithm.supports(p):
+        return None
+    recorder = Recorder(case, fold=shift)
+    try:
+        algorithm.builder(recorder, case, values)
+        built = recorder.build(algorithm.key, values)
+    except NotFoldable:
+        return None
+    assert recorder.placement_dst is not None
+    return built, recorder.placement_dst
+
+
 def in_elements(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None = None,
                 data: bool = False) -> CollectiveSchedule:
     """The schedule of a call of ``case.nbytes`` bytes in elements of ``case.element_bytes``: the library's
@@ -218,13 +250,18 @@ def in_elements(algorithm: Algorithm, case: Case, params: Mapping[str, int] | No
     is the schedule of count bytes with every size times element_bytes; a segment size in bytes becomes
     segsize // element_bytes elements (Open MPI's ``COLL_BASE_COMPUTED_SEGCOUNT``; under one element: no
     segments). ``data`` payloads stay in elements."""
-    e = case.element_bytes
+    count, given = _in_count(algorithm, case, params)
+    built = build(algorithm, count, given, data)
+    return replace(built, schedule=built.schedule.scaled(float(case.element_bytes)), case=case)
+
+
+def _in_count(algorithm: Algorithm, case: Case, params: Mapping[str, int] | None) -> tuple[Case, dict[str, int]]:
+    """The call of ``case`` in its elements (one byte each, as the builders count) and the parameters for it:
+    a segment size in bytes becomes one in elements (:func:`in_elements`)."""
     given = dict(algorithm.resolve_params(params))
     if given.get("segsize"):
-        given["segsize"] = given["segsize"] // e
-    count = Case(case.collective, case.nprocs, case.nbytes // e, case.root)
-    built = build(algorithm, count, given, data)
-    return replace(built, schedule=built.schedule.scaled(float(e)), case=case)
+        given["segsize"] = given["segsize"] // case.element_bytes
+    return Case(case.collective, case.nprocs, case.nbytes // case.element_bytes, case.root), given
 
 
 def whole_blocks(params: Mapping[str, int], nprocs: int, nbytes: int) -> int:

@@ -41,6 +41,40 @@ class PlacedSchedule:
         domain = platform.contention_domains(mapping, schedule.src, channel, schedule.dst)
         return cls(schedule, platform, mapping, channel, domain)
 
+    @classmethod
+    def of_folded(cls, schedule: Schedule, placement_dst: np.ndarray, nprocs: int, platform: Platform,
+                  mapping: Mapping) -> "PlacedSchedule | None":
+        """Place a schedule folded by the shift of ranks by q = ``schedule.nprocs`` (one node's share of a
+        schedule on ``nprocs`` ranks, receivers modulo q: :func:`commcost.collectives.build_folded`), each
+        transmission's channel that of its sender and real receiver ``placement_dst``; or None where the
+        placement is not invariant under the shift: every rank's kind, cores and node type the same as
+        rank r + q's, and every transmission's channel the same as its images' (each shift checked, on the
+        data). Priced by a model without contention (:attr:`Model.folds_by_rank_shift`), it gives every
+        rank's times as the whole schedule would (:mod:`commcost.models.symmetry`)."""
+        q, p = schedule.nprocs, int(nprocs)
+        if q < 1 or p % q or mapping.nprocs < p:
+            return None
+        blocks = p // q
+        node = mapping.node_of_rank[:p]
+        types = np.array([platform.nodes[i].type.name for i in np.unique(node).tolist()])
+        type_of = dict(zip(np.unique(node).tolist(), types.tolist()))
+        per_rank = [mapping.kind[:p], mapping.cores[:p], np.array([type_of[i] for i in node.tolist()])]
+        for column in per_rank:
+            rows = column.reshape(blocks, q)
+            if not np.all(rows == rows[:1]):
+                return None
+        src, dst = np.asarray(schedule.src, np.int64), np.asarray(placement_dst, np.int64)
+        channel = platform.channel_indices(mapping, src, dst)
+        step = max(1, (1 << 22) // max(len(src), 1))  # shifts checked at once: about 4 M pairs
+        for first in range(1, blocks, step):
+            shifts = np.arange(first, min(blocks, first + step), dtype=np.int64)[:, None] * q
+            images = platform.channel_indices(mapping, (src[None, :] + shifts).ravel(),
+                                              ((dst[None, :] + shifts) % p).ravel())
+            if not np.all(images.reshape(len(shifts), -1) == channel[None, :]):
+                return None
+        domain = platform.contention_domains(mapping, src, channel, dst)
+        return cls(schedule, platform, mapping, channel, domain)
+
     def scaled(self, factor: float) -> "PlacedSchedule":
         """The same placement of the schedule with every size multiplied by ``factor`` (> 0), keeping what
         pricing derived from this one: what a model keeps on a placed schedule (its fold by a shift of
@@ -182,6 +216,9 @@ class Model(abc.ABC):
     NAME: ClassVar[str]
     DESCRIPTION: ClassVar[str]
     PARAMS: ClassVar[type]
+    # every transmission's times a function of its size, channel and combine flag, no contention, each rank one
+    # port: a schedule folded by a shift of ranks (PlacedSchedule.of_folded) prices as the whole one
+    folds_by_rank_shift: ClassVar[bool] = False
 
     def __init__(self, params: Any) -> None:
         self.params = params

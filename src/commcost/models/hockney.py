@@ -241,6 +241,7 @@ class HockneyParams:
 class Hockney(Model):
     """Hockney 1994 per channel: T = alpha + beta m, one message out and one in at a time per rank."""
 
+    folds_by_rank_shift = True
     NAME = "hockney"
     DESCRIPTION = "Hockney (1994): alpha + beta*m per message and channel, one out and one in at a time per rank"
     PARAMS = HockneyParams

@@ -137,6 +137,7 @@ class LogGPHParams:
 class LogGP(Model):
     """LogGP (Alexandrov et al. 1995): one L, o, g, G for every channel."""
 
+    folds_by_rank_shift = True
     NAME = "loggp"
     DESCRIPTION = "LogGP (Alexandrov et al. 1995): 2o + L + (m-1)G per message, one parameter set for all channels"
     PARAMS = LogGPParams
@@ -160,6 +161,7 @@ class LogGP(Model):
 class LogGPH(Model):
     """LogGPH (paper 000 ref [40]): LogGP with one parameter set per channel."""
 
+    folds_by_rank_shift = True
     NAME = "loggph"
     DESCRIPTION = "LogGPH: LogGP for hierarchical platforms, one L, o, g, G per channel"
     PARAMS = LogGPHParams

@@ -17,10 +17,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from commcost.collectives import Algorithm, Case, build
+from commcost.collectives import Algorithm, Case, build, build_folded
 from commcost.collectives.ompi_han import on_placement
 from commcost.collectives.recorder import BYTES_PER_TRANSMISSION, ScheduleTooLarge, transmission_limit
 from commcost.models import Model, PlacedSchedule
+from commcost.models.symmetry import node_period
 from commcost.models.taulop.model import TauLop
 from commcost.selection.long_pipeline import pipeline_statistic_s
 from commcost.selection.pipeline_price import pipeline_time_s
@@ -135,8 +136,10 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     phases_seen: dict[bytes, np.ndarray] = {}
     for key, members in groups.items():
         nbytes = key if key > 0 else int(sizes[members[0]])
+        case = Case(algorithm.collective, nprocs, nbytes, root, element_bytes)
         try:
-            schedule = build(algorithm, Case(algorithm.collective, nprocs, nbytes, root, element_bytes), values).schedule
+            placed = None if phase_barriers else placed_folded(algorithm, case, values, platform, mapping, model)
+            schedule = placed.schedule if placed is not None else build(algorithm, case, values).schedule
         except ScheduleTooLarge:  # beyond what commcost records: never picked
             out[members] = np.inf
             _refuse(refused, algorithm, values, nprocs, [sizes[i] for i in members])
@@ -144,7 +147,7 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         if phase_barriers:
             schedule = schedule.without_dependencies()
         if key > 0 or schedule.has_dependencies:
-            placed = PlacedSchedule.of(schedule, platform, mapping)
+            placed = placed if placed is not None else PlacedSchedule.of(schedule, platform, mapping)
             factors = np.array([sizes[i] for i in members], dtype=np.float64) / nbytes
             if bound is not None and schedule.has_dependencies and hasattr(model, "floor_scaled"):
                 # branch and bound: a size whose floor reaches the bound cannot be the fastest
@@ -182,7 +185,6 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
     """Every size's ``statistic`` over ranks, each schedule built once per scale unit and priced on its own
     (in elements of ``element_bytes``: each size built on its own)."""
     out = np.empty(len(sizes))
-    built: dict[int, object] = {}
     placed: dict[int, PlacedSchedule] = {}  # each unit placed once; its sizes priced on it scaled
     for m_index, nbytes in enumerate(sizes):
         folded = None if element_bytes > 1 else pipeline_statistic_s(algorithm, values, nprocs, int(nbytes),
@@ -193,19 +195,36 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
         unit = algorithm.scale_unit(values, nprocs, int(nbytes)) if element_bytes == 1 else None
         base = unit if unit is not None else int(nbytes)
         try:
-            if base not in built:
-                built[base] = build(algorithm, Case(algorithm.collective, nprocs, base, root, element_bytes),
-                                    values).schedule
+            if base not in placed:
+                case = Case(algorithm.collective, nprocs, base, root, element_bytes)
+                placed[base] = placed_folded(algorithm, case, values, platform, mapping, model) or \
+                    PlacedSchedule.of(build(algorithm, case, values).schedule, platform, mapping)
         except ScheduleTooLarge:
             out[m_index] = np.inf
             _refuse(refused, algorithm, values, nprocs, [nbytes])
             continue
-        if base not in placed:
-            placed[base] = PlacedSchedule.of(built[base], platform, mapping)
         one = placed[base].scaled(nbytes / base) if base != nbytes else placed[base]
         out[m_index] = model.statistic_s(one, statistic)
         placed[base].keep_derived(one)
     return out
+
+
+FOLD_BUILD_FROM = 128  # ranks: a smaller schedule is built whole (folding it saves little)
+
+
+def placed_folded(algorithm: Algorithm, case: Case, values: dict[str, int], platform: Platform, mapping: Mapping,
+                  model: Model) -> PlacedSchedule | None:
+    """``case``'s schedule built and placed folded by one node's ranks (a ring allreduce on 1,024 ranks of 4
+    per node: 4 of every 1,024 transmissions; :func:`commcost.collectives.build_folded`,
+    :meth:`PlacedSchedule.of_folded`), where the model prices such a fold as the whole
+    (:attr:`Model.folds_by_rank_shift`) and the schedule and its placement are invariant under the shift;
+    else None (build it whole). From :data:`FOLD_BUILD_FROM` ranks."""
+    if not model.folds_by_rank_shift or case.nprocs < FOLD_BUILD_FROM:
+        return None
+    folded = build_folded(algorithm, case, node_period(mapping.node_of_rank[:case.nprocs]), values)
+    if folded is None:
+        return None
+    return PlacedSchedule.of_folded(folded[0].schedule, folded[1], case.nprocs, platform, mapping)
 
 
 def _refuse(refused: list[str] | None, algorithm: Algorithm, values: dict[str, int], nprocs: int,
