@@ -64,14 +64,17 @@ class PlacedSchedule:
             if not np.all(rows == rows[:1]):
                 return None
         src, dst = np.asarray(schedule.src, np.int64), np.asarray(placement_dst, np.int64)
-        channel = platform.channel_indices(mapping, src, dst)
-        step = max(1, (1 << 22) // max(len(src), 1))  # shifts checked at once: about 4 M pairs
+        pairs, inverse = np.unique(src * p + dst, return_inverse=True)  # a ring's share: q pairs
+        one, other = pairs // p, pairs % p
+        joined = platform.channel_indices(mapping, one, other)
+        step = max(1, (1 << 22) // len(pairs))  # shifts checked at once: about 4 M pairs
         for first in range(1, blocks, step):
             shifts = np.arange(first, min(blocks, first + step), dtype=np.int64)[:, None] * q
-            images = platform.channel_indices(mapping, (src[None, :] + shifts).ravel(),
-                                              ((dst[None, :] + shifts) % p).ravel())
-            if not np.all(images.reshape(len(shifts), -1) == channel[None, :]):
+            images = platform.channel_indices(mapping, (one[None, :] + shifts).ravel(),
+                                              ((other[None, :] + shifts) % p).ravel())
+            if not np.all(images.reshape(len(shifts), -1) == joined[None, :]):
                 return None
+        channel = joined[inverse.ravel()]
         domain = platform.contention_domains(mapping, src, channel, dst)
         return cls(schedule, platform, mapping, channel, domain)
 
