@@ -20,10 +20,13 @@ for Hockney (alpha, beta per channel) and for tau-Lop (o, L, G per table).
 from known Hockney and LogGPH parameters (ring and recursive-doubling
 allreduce, allgather and reduce_scatter on 64 ranks up to MAX_P, default
 1,024, four per node on examples/cluster, 64 KiB to 8 MiB whole buffers),
-fitted twice in the same run: with the fold of repeated pricings by one
-node's ranks (``commcost.models.symmetry.placed_fold``) and without it (the
-baseline), each with its time, peak memory (tracemalloc) and how far it
-lands from the generating parameters.
+fitted three ways in the same run: schedules built folded by one node's
+ranks where they are invariant under that shift (``build_folded``, as
+``commcost fit`` holds them), built whole and folded at their second
+pricing (``commcost.models.symmetry.placed_fold``), and built whole and
+priced whole (the baseline), each with the time to build, the fit's time,
+the peak memory (tracemalloc, building included) and how far it lands from
+the generating parameters.
 """
 
 from __future__ import annotations
@@ -109,11 +112,12 @@ SYNTHETIC_TRUTH = {"hockney": {"shm": {"alpha_s": 0.8e-6, "beta_s_per_byte": 0.1
 
 
 def synthetic(max_procs: int) -> None:
-    """The synthetic sweep of the module docstring: fitted with and without the fold, same run."""
+    """The synthetic sweep of the module docstring: fitted three ways in the same run."""
     import tracemalloc
 
     from commcost.calibration.fit_from_collectives import Point, parameter_layout
-    from commcost.collectives import Case, Collective, build, find
+    from commcost.collectives import Case, Collective, build, build_folded, find
+    from commcost.collectives.recorder import ScheduleTooLarge
     from commcost.models import PlacedSchedule, hockney, loggp
     from commcost.platform import Mapping
 
@@ -121,30 +125,45 @@ def synthetic(max_procs: int) -> None:
     cases = [(c, a) for c in ("allreduce", "allgather", "reduce_scatter") for a in ("ring", "recursive_doubling")
              if not (c == "reduce_scatter" and a == "recursive_doubling")]
     procs = [p for p in (64, 256, 1024, 2048) if p <= max_procs]
-    labels, schedules = [], []
-    t0 = time.perf_counter()
+    labels = []
     for collective, algorithm in cases:
         kind = Collective(collective)
         for nprocs in procs:
             for whole in (65536, 1 << 20, 8 << 20):
                 nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
-                schedules.append(build(find(kind, algorithm), Case(kind, nprocs, nbytes)).schedule)
-                labels.append((collective, algorithm, nprocs, nbytes))
-    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 4 ranks per node, "
-          f"{sum(s.ntransmissions for s in schedules):,} transmissions, built in {time.perf_counter() - t0:.1f} s")
+                labels.append((kind, find(kind, algorithm), nprocs, nbytes))
+
+    def placed_all(folded_build: bool) -> tuple[list, float, int]:
+        started, out = time.perf_counter(), []
+        for kind, algorithm, nprocs, nbytes in labels:
+            mapping = Mapping.sequential(platform, nprocs, 4)
+            got = build_folded(algorithm, Case(kind, nprocs, nbytes), 4) if folded_build else None
+            where = None if got is None else PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, platform,
+                                                                      mapping)
+            out.append(where or PlacedSchedule.of(build(algorithm, Case(kind, nprocs, nbytes)).schedule, platform,
+                                                  mapping))
+        return out, time.perf_counter() - started, sum(p.schedule.ntransmissions for p in out)
+
+    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 4 ranks per node on examples/cluster")
+    variants = (("built folded", True, True), ("folded at pricing", False, True), ("whole (baseline)", False, False))
     for model in ("hockney", "loggph"):
         truth_of = SYNTHETIC_TRUTH[model]
         layout = parameter_layout(model, ["shm", "ib"], platform)
         truth = np.array([truth_of[unit][name] for unit, name in layout])
-        for folded in (True, False):
+        for name, folded_build, folded in variants:
             saved = hockney.placed_fold, loggp.placed_fold
             if not folded:
                 hockney.placed_fold = loggp.placed_fold = lambda placed, **_: None
             try:
-                placed = [PlacedSchedule.of(s, platform, Mapping.sequential(platform, s.nprocs, 4)) for s in schedules]
-                price = pricer(model, placed, ["shm", "ib"])
-                rows = [Point(c, a, p, n, t) for (c, a, p, n), t in zip(labels, price(truth))]
                 tracemalloc.start()
+                try:
+                    placed, built_s, held = placed_all(folded_build)
+                except ScheduleTooLarge as refused:
+                    tracemalloc.stop()
+                    print(f"  {model:8s} {name:18s} not run: {refused}")
+                    continue
+                price = pricer(model, placed, ["shm", "ib"])
+                rows = [Point(k.value, a.name, p, n, t) for (k, a, p, n), t in zip(labels, price(truth))]
                 t0 = time.perf_counter()
                 fit = fit_model(model, rows, ["shm", "ib"], price, layout=layout)
                 seconds = time.perf_counter() - t0
@@ -153,11 +172,12 @@ def synthetic(max_procs: int) -> None:
             finally:
                 hockney.placed_fold, loggp.placed_fold = saved
             off = np.abs(fit.theta / truth - 1)
-            far = ", ".join(f"{name} of {unit} {100 * o:.0f}%" for (unit, name), o in zip(layout, off) if o > 0.05)
-            print(f"  {model:8s} {'folded' if folded else 'whole (baseline)':17s} {seconds:7.1f} s, "
-                  f"{fit.pricings} pricings, peak {peak / 2 ** 20:7.1f} MiB beyond the schedules; "
+            far = ", ".join(f"{n} of {unit} {100 * o:.0f}%" for (unit, n), o in zip(layout, off) if o > 0.05)
+            print(f"  {model:8s} {name:18s} built {built_s:5.1f} s ({held:,} transmissions held), fit "
+                  f"{seconds:6.1f} s, {fit.pricings} pricings, peak {peak / 2 ** 20:7.1f} MiB; "
                   f"{len(layout) - far.count('%')} of {len(layout)} parameters within 5% of the truth"
-                  + (f" (off: {far}; confounded: {'; '.join(fit.confounded) or 'none said'})" if far else ""))
+                  + (f" (off: {far}; confounded: {'; '.join(fit.confounded) or 'none said'})" if far else ""),
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,7 @@ def _ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: 
     A recorder in fold mode (:mod:`.rank_shift`) gets ranks 0..q-1's sends only: the steps are invariant
     under the shift of ranks by q exactly when the blocks' sizes repeat with period q (every block meets
     every rank), which is checked here."""
+    rec.reserve(p * (p - 1), "a ring of P - 1 steps")  # before its arrays (in fold mode, one node's share)
     ranks = np.arange(p if rec.fold is None else rec.fold, dtype=np.int64)
     if rec.fold is not None and not shift_periodic(stop - start, rec.fold):
         raise NotFoldable("ring blocks whose sizes do not repeat with the shift")

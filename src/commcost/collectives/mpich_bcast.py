@@ -257,6 +257,7 @@ def scatter_ring_allgather(rec: Recorder, case: Case, params: Mapping[str, int])
         return
     steps = _scatter_for_bcast(rec, case)
     s = scatter_size(case)
+    rec.reserve(p * (p - 1), "a ring of P - 1 steps")  # before its arrays: P (P - 1) long
     step = np.repeat(np.arange(1, p, dtype=np.int64), p)
     r = np.tile(np.arange(p, dtype=np.int64), p - 1)
     start = np.minimum(((r - case.root - (step - 1)) % p) * s, n)

@@ -457,6 +457,7 @@ def scatter_allgather_ring(rec: Recorder, case: Case, params: Mapping[str, int])
     if scattered is None:
         return
     p, n, sc, v, steps = scattered
+    rec.reserve(p * (p - 1), "a ring of P - 1 steps")  # before its arrays: P (P - 1) long
     step = np.repeat(np.arange(1, p, dtype=np.int64), p)
     sender = np.tile(v, p - 1)
     start, stop = _block(n, sc, (sender - step + 1) % p)
