@@ -17,7 +17,7 @@ Both print their time, pricings of every point, parameters and fit figures,
 for Hockney (alpha, beta per channel) and for tau-Lop (o, L, G per table).
 
 ``python bench/bench_fit_collectives.py --synthetic [MAX_P]``: a sweep priced
-from known Hockney and LogGPH parameters (ring and recursive-doubling
+from known Hockney, LogGPH and tau-Lop parameters (ring and recursive-doubling
 allreduce, allgather and reduce_scatter on 64 ranks up to MAX_P, default
 1,024, four per node on examples/cluster, 64 KiB to 8 MiB whole buffers),
 fitted three ways in the same run: schedules built folded by one node's
@@ -105,7 +105,9 @@ def compare(model: str, points, placed, units) -> None:
     print(f"{model}: speed-up of commcost's fit over the baseline: {t_base / t_fit:.1f}x")
 
 
-SYNTHETIC_TRUTH = {"hockney": {"shm": {"alpha_s": 0.8e-6, "beta_s_per_byte": 0.15e-9},
+SYNTHETIC_TRUTH = {"taulop": {"shm": {"o_s": 0.3e-6, "L_s": 0.5e-6, "G_s_per_byte": 0.15e-9},
+                              "ib": {"o_s": 1.0e-6, "L_s": 2.0e-6, "G_s_per_byte": 0.4e-9}},
+                   "hockney": {"shm": {"alpha_s": 0.8e-6, "beta_s_per_byte": 0.15e-9},
                                "ib": {"alpha_s": 2.5e-6, "beta_s_per_byte": 0.4e-9}},
                    "loggph": {"shm": {"o_s": 0.4e-6, "L_s": 0.3e-6, "g_s": 0.2e-6, "G_s_per_byte": 0.15e-9},
                               "ib": {"o_s": 1.0e-6, "L_s": 1.5e-6, "g_s": 0.5e-6, "G_s_per_byte": 0.4e-9}}}
@@ -133,20 +135,20 @@ def synthetic(max_procs: int) -> None:
                 nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
                 labels.append((kind, find(kind, algorithm), nprocs, nbytes))
 
-    def placed_all(folded_build: bool) -> tuple[list, float, int]:
+    def placed_all(folded_build: bool, domains: bool) -> tuple[list, float, int]:
         started, out = time.perf_counter(), []
         for kind, algorithm, nprocs, nbytes in labels:
             mapping = Mapping.sequential(platform, nprocs, 4)
             got = build_folded(algorithm, Case(kind, nprocs, nbytes), 4) if folded_build else None
             where = None if got is None else PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, platform,
-                                                                      mapping)
+                                                                      mapping, domains)
             out.append(where or PlacedSchedule.of(build(algorithm, Case(kind, nprocs, nbytes)).schedule, platform,
                                                   mapping))
         return out, time.perf_counter() - started, sum(p.schedule.ntransmissions for p in out)
 
     print(f"synthetic sweep: {len(labels)} points, P = {procs}, 4 ranks per node on examples/cluster")
     variants = (("built folded", True, True), ("folded at pricing", False, True), ("whole (baseline)", False, False))
-    for model in ("hockney", "loggph"):
+    for model in ("hockney", "loggph", "taulop"):
         truth_of = SYNTHETIC_TRUTH[model]
         layout = parameter_layout(model, ["shm", "ib"], platform)
         truth = np.array([truth_of[unit][name] for unit, name in layout])
@@ -157,7 +159,7 @@ def synthetic(max_procs: int) -> None:
             try:
                 tracemalloc.start()
                 try:
-                    placed, built_s, held = placed_all(folded_build)
+                    placed, built_s, held = placed_all(folded_build, model == "taulop")
                 except ScheduleTooLarge as refused:
                     tracemalloc.stop()
                     print(f"  {model:8s} {name:18s} not run: {refused}")
@@ -173,6 +175,8 @@ def synthetic(max_procs: int) -> None:
                 hockney.placed_fold, loggp.placed_fold = saved
             off = np.abs(fit.theta / truth - 1)
             far = ", ".join(f"{n} of {unit} {100 * o:.0f}%" for (unit, n), o in zip(layout, off) if o > 0.05)
+            if model == "taulop" and not folded_build:
+                name = "whole, tau-Lop's own fold" if folded else "whole (tau-Lop folds)"
             print(f"  {model:8s} {name:18s} built {built_s:5.1f} s ({held:,} transmissions held), fit "
                   f"{seconds:6.1f} s, {fit.pricings} pricings, peak {peak / 2 ** 20:7.1f} MiB; "
                   f"{len(layout) - far.count('%')} of {len(layout)} parameters within 5% of the truth"

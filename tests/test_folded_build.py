@@ -20,7 +20,7 @@ from commcost.selection.grid import FOLD_BUILD_FROM, placed_folded, price_sizes
 EX = Path(__file__).resolve().parent.parent / "examples"
 PLATFORM = load_platform(EX / "cluster" / "platform.toml")[0]
 PARAMS = load_params(EX / "params" / "illustrative.toml")
-FOLDING = ("hockney", "loggp", "loggph")
+FOLDING = ("hockney", "loggp", "loggph", "taulop")
 RINGS = {("allreduce", "ompi.ring"), ("allreduce", "ompi.segmented_ring"), ("allgather", "ompi.ring"),
          ("reduce_scatter", "ompi.ring")}
 
@@ -49,8 +49,8 @@ def test_every_algorithm_folded_prices_as_the_whole_or_is_not_folded(nprocs):
                 got = build_folded(algorithm, case, 4, values)
                 if got is None:
                     continue
-                placed = PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, PLATFORM, mapping)
-                assert placed is not None  # identical nodes, sequential: the placement is invariant
+                placed = PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, PLATFORM, mapping, True)
+                assert placed is not None  # identical nodes, sequential, node-wide domains: invariant
                 assert placed.schedule.nprocs == 4
                 whole = PlacedSchedule.of(build(algorithm, case, values).schedule, PLATFORM, mapping)
                 assert 4 * placed.schedule.ntransmissions * (nprocs // 4) == 4 * whole.schedule.ntransmissions
@@ -95,24 +95,49 @@ def test_a_placement_the_shift_does_not_preserve_is_not_folded():
         is not None
 
 
-def test_select_prices_a_large_ring_folded_as_built_whole():
+@pytest.mark.parametrize("model_name", ["hockney", "taulop"])
+def test_select_prices_a_large_ring_folded_as_built_whole(model_name):
     """price_sizes builds a ring on 128 ranks folded (a 32nd of its transmissions) and prices every size as
-    the whole schedule; tau-Lop, which shares channels, is never given a fold."""
+    the whole schedule (tau-Lop: its one-pass size sweep on the fold; the example's channels contend per
+    node, so each node's port holds one node's transmissions only)."""
     nprocs = FOLD_BUILD_FROM
     mapping = Mapping.sequential(PLATFORM, nprocs, 4)
-    model = MODELS["hockney"](PARAMS.for_model("hockney"))
+    model = MODELS[model_name](PARAMS.for_model(model_name))
     for key, segsize in (("ompi.ring", 0), ("ompi.segmented_ring", 1024)):
         algorithm = find(Collective.ALLREDUCE, key)
         values = _values(algorithm, segsize)
         sizes = [nprocs * 4096, nprocs * 65536]
         case = Case(Collective.ALLREDUCE, nprocs, sizes[0], 0)
         assert placed_folded(algorithm, case, values, PLATFORM, mapping, model).schedule.nprocs == 4
-        assert placed_folded(algorithm, case, values, PLATFORM, mapping,
-                             MODELS["taulop"](PARAMS.for_model("taulop"))) is None
         got = price_sizes(algorithm, values, nprocs, sizes, PLATFORM, mapping, model)
         for price, nbytes in zip(got, sizes):
             whole = build(algorithm, Case(Collective.ALLREDUCE, nprocs, nbytes, 0), values).schedule
             assert price == pytest.approx(model.total_time_s(PlacedSchedule.of(whole, PLATFORM, mapping)), rel=1e-12)
+
+
+def test_a_contention_domain_the_shift_does_not_keep_apart_is_no_fold_for_tau_lop():
+    """A network contended as a whole channel (every node's transmissions in one domain): no fold where
+    domains count (tau-Lop), a fold where they do not (Hockney). Contended at the receiving node, a ring
+    folds (each node's port takes what one other node sends) and tau-Lop prices it as the whole."""
+    kind = NodeType("a", 4)
+    ring = find(Collective.ALLREDUCE, "ompi.ring")
+    got = build_folded(ring, Case(Collective.ALLREDUCE, 32, 32 * 4096, 0), 4)
+    taulop = MODELS["taulop"](PARAMS.for_model("taulop"))
+    for scope in (ContentionScope.CHANNEL, ContentionScope.RECEIVER_NODE):
+        platform = Platform("p", (kind,), tuple(Node(f"n{i}", kind) for i in range(8)),
+                            (Channel("shm", 0, "node", ("shm", "shm"), ContentionScope.NODE),
+                             Channel("ib", 1, "world", ("ib",), scope)))
+        mapping = Mapping.sequential(platform, 32, 4)
+        folded = PlacedSchedule.of_folded(got[0].schedule, got[1], 32, platform, mapping, domains=True)
+        assert PlacedSchedule.of_folded(got[0].schedule, got[1], 32, platform, mapping) is not None
+        if scope is ContentionScope.CHANNEL:
+            assert folded is None
+            continue
+        whole = PlacedSchedule.of(build(ring, Case(Collective.ALLREDUCE, 32, 32 * 4096, 0)).schedule, platform,
+                                  mapping)
+        for statistic in ("max", "mean"):
+            assert taulop.statistic_s(folded, statistic) == pytest.approx(taulop.statistic_s(whole, statistic),
+                                                                          rel=1e-12)
 
 
 def test_the_fit_holds_ring_points_folded_and_prices_them_as_whole():

@@ -288,7 +288,7 @@ ONE_MESSAGE = ("pingpong", "osu_latency", "imb_pingpong")  # point-to-point rows
 
 
 def collective_points(rows, platform, collectives: Sequence[str] | None = None, max_procs: int | None = None,
-                      library: str = "ompi", fold: bool = False):
+                      library: str = "ompi", fold: bool = False, fold_domains: bool = False):
     """The training points of measurement rows, one per (collective, algorithm, P, ranks per node, n) with the
     median of its runs, each with its schedule placed in blocks: forced algorithms only (Open MPI's
     ``default`` rows say nothing about a schedule), and ping-pong rows of a platform channel as one message
@@ -297,7 +297,8 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     (:attr:`Measurement.element_size`: OSU's reductions 4-byte floats). ``fold``: for a model that prices a
     schedule folded by one node's ranks as the whole (:attr:`commcost.models.Model.folds_by_rank_shift`),
     each schedule invariant under that shift is built and held folded (a ring on 2,048 ranks of 4 per node:
-    a 512th of its transmissions; :func:`commcost.selection.grid.placed_folded`)."""
+    a 512th of its transmissions; :func:`commcost.selection.grid.placed_folded`); ``fold_domains``: the
+    model's transmissions share contention domains, checked too (tau-Lop)."""
     from commcost.collectives import Case, Collective, build, build_folded, find
     from commcost.collectives.recorder import held_limit
     from commcost.models import PlacedSchedule
@@ -337,7 +338,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             mapping = Mapping.sequential(platform, nprocs, min(ppn, nprocs))
             folded = build_folded(algorithm, case, min(ppn, nprocs), values) if fold else None
             where = None if folded is None else PlacedSchedule.of_folded(folded[0].schedule, folded[1], nprocs,
-                                                                         platform, mapping)
+                                                                         platform, mapping, fold_domains)
             if where is None:
                 where = PlacedSchedule.of(build(algorithm, case, values).schedule, platform, mapping)
             label = algorithm.name

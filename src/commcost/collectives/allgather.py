@@ -36,6 +36,7 @@ import numpy as np
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.registry import composite_unit, find, register, whole_blocks
+from commcost.collectives.ring_pass import ring_pass
 from commcost.collectives.scatter_gather import send_block_runs
 from commcost.schedule.schedule import SendMode
 
@@ -182,11 +183,8 @@ def _ring(rec: Recorder, case: Case) -> None:
     its reception of step i (the block it forwards).
     """
     p, n = case.nprocs, case.nbytes
-    r = _ranks(case)
-    for i in range(p - 1):
-        block = (r - i) % p
-        rec.phase(f"ring step {i + 1}", SendMode.POSTED)
-        rec.sends(r, (r + 1) % p, block * n, (block + 1) * n)
+    blocks = _ranks(case) * n
+    ring_pass(rec, p, blocks, blocks + n, 0, lambda i: f"ring step {i + 1}", SendMode.POSTED, False)
 
 
 @register(Collective.ALLGATHER, "ompi", "ring",

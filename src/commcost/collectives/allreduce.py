@@ -32,11 +32,11 @@ from typing import Mapping
 import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
-from commcost.collectives.rank_shift import NotFoldable, shift_periodic
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import (floor_pof2, fold_halves, halving_windows, pof2_unit, reduce_linear,
                                          reduce_scatter_halving)
 from commcost.collectives.registry import composite_unit, find, register, whole_blocks
+from commcost.collectives.ring_pass import ring_pass
 from commcost.collectives.segments import block_bounds
 from commcost.schedule.schedule import SendMode
 
@@ -134,27 +134,8 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
         recursive_doubling(rec, p, n)
         return
     bounds = block_bounds(n, p)
-    _ring_pass(rec, p, bounds[:-1], bounds[1:], 0, "reduce-scatter", True)
-    _ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather", False)
-
-
-def _ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: int, name: str,
-               combine: bool) -> None:
-    """P - 1 ring steps in one batch, each its own phase (``name step k``, blocking sends): at step k rank r
-    sends ``[start[b], stop[b])`` of block b = (r + lag - k) mod P to rank r + 1.
-
-    A recorder in fold mode (:mod:`.rank_shift`) gets ranks 0..q-1's sends only: the steps are invariant
-    under the shift of ranks by q exactly when the blocks' sizes repeat with period q (every block meets
-    every rank), which is checked here."""
-    rec.reserve(p * (p - 1), "a ring of P - 1 steps")  # before its arrays (in fold mode, one node's share)
-    ranks = np.arange(p if rec.fold is None else rec.fold, dtype=np.int64)
-    if rec.fold is not None and not shift_periodic(stop - start, rec.fold):
-        raise NotFoldable("ring blocks whose sizes do not repeat with the shift")
-    step = np.repeat(np.arange(p - 1, dtype=np.int64), len(ranks))
-    src = np.tile(ranks, p - 1)
-    block = (src + lag - step) % p
-    rec.staged_sends(step, src, (src + 1) % p, start[block], stop[block], name, SEQ, combine=combine,
-                     names=[f"{name} step {k}" for k in range(p - 1)], representatives=rec.fold is not None)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 0, "reduce-scatter step {}".format, SEQ, True)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step {}".format, SEQ, False)
 
 
 @register(Collective.ALLREDUCE, "ompi", "rabenseifner",
@@ -280,5 +261,6 @@ def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int
     base, extra = sizes // rounds, sizes % rounds  # piece k of block b: base + (k < extra)
     for k in range(rounds):
         offset = bounds[:-1] + k * base + np.minimum(k, extra)
-        _ring_pass(rec, p, offset, offset + base + (k < extra), 0, f"round {k}, reduce-scatter", True)
-    _ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather", False)
+        ring_pass(rec, p, offset, offset + base + (k < extra), 0, f"round {k}, reduce-scatter step {{}}".format,
+                  SEQ, True)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step {}".format, SEQ, False)

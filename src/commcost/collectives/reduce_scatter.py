@@ -31,6 +31,7 @@ from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
 from commcost.collectives.registry import composite_unit, find, register, whole_blocks
+from commcost.collectives.ring_pass import ring_pass
 from commcost.schedule.schedule import SendMode
 
 SEQ = SendMode.SEQUENCE
@@ -131,10 +132,8 @@ def reduce_scatter_ring(rec: Recorder, case: Case, params: Mapping[str, int]) ->
     r receives its own block, complete. P-1 phases of P sends of n bytes.
     """
     p, n = case.nprocs, case.nbytes
-    r = np.arange(p, dtype=np.int64)
-    for j in range(p - 1):
-        block = (r - 1 - j) % p
-        rec.phase(f"ring step {j}", SEQ).sends(r, (r + 1) % p, block * n, (block + 1) * n, combine=True)
+    blocks = np.arange(p, dtype=np.int64) * n
+    ring_pass(rec, p, blocks, blocks + n, -1, "ring step {}".format, SEQ, True)
 
 
 def mirror(values: np.ndarray, bits: int) -> np.ndarray:

@@ -43,14 +43,18 @@ class PlacedSchedule:
 
     @classmethod
     def of_folded(cls, schedule: Schedule, placement_dst: np.ndarray, nprocs: int, platform: Platform,
-                  mapping: Mapping) -> "PlacedSchedule | None":
+                  mapping: Mapping, domains: bool = False) -> "PlacedSchedule | None":
         """Place a schedule folded by the shift of ranks by q = ``schedule.nprocs`` (one node's share of a
         schedule on ``nprocs`` ranks, receivers modulo q: :func:`commcost.collectives.build_folded`), each
         transmission's channel that of its sender and real receiver ``placement_dst``; or None where the
         placement is not invariant under the shift: every rank's kind, cores and node type the same as
         rank r + q's, and every transmission's channel the same as its images' (each shift checked, on the
         data). Priced by a model without contention (:attr:`Model.folds_by_rank_shift`), it gives every
-        rank's times as the whole schedule would (:mod:`commcost.models.symmetry`)."""
+        rank's times as the whole schedule would (:mod:`commcost.models.symmetry`). ``domains`` (a model
+        whose transmissions share a contention domain's capacity: tau-Lop) also asks that the shift map
+        contention domains one to one and that a domain holding one of these transmissions hold only
+        them, so the folded run sees each domain's whole concurrency (a node's port: yes; a whole
+        channel, or a receiving node's port that other nodes send to: no)."""
         q, p = schedule.nprocs, int(nprocs)
         if q < 1 or p % q or mapping.nprocs < p:
             return None
@@ -67,13 +71,22 @@ class PlacedSchedule:
         pairs, inverse = np.unique(src * p + dst, return_inverse=True)  # a ring's share: q pairs
         one, other = pairs // p, pairs % p
         joined = platform.channel_indices(mapping, one, other)
+        shared = platform.contention_domains(mapping, one, joined, other) if domains else None
+        seen = [np.unique(shared)] if domains else []
         step = max(1, (1 << 22) // len(pairs))  # shifts checked at once: about 4 M pairs
         for first in range(1, blocks, step):
             shifts = np.arange(first, min(blocks, first + step), dtype=np.int64)[:, None] * q
-            images = platform.channel_indices(mapping, (one[None, :] + shifts).ravel(),
-                                              ((other[None, :] + shifts) % p).ravel())
+            image_src, image_dst = (one[None, :] + shifts).ravel(), ((other[None, :] + shifts) % p).ravel()
+            images = platform.channel_indices(mapping, image_src, image_dst)
             if not np.all(images.reshape(len(shifts), -1) == joined[None, :]):
                 return None
+            if domains:
+                theirs = platform.contention_domains(mapping, image_src, images, image_dst).reshape(len(shifts), -1)
+                if not all(_one_to_one(shared, row) for row in theirs):
+                    return None
+                seen += [np.unique(row) for row in theirs]
+        if domains and len(np.unique(np.concatenate(seen))) != sum(len(d) for d in seen):
+            return None  # a domain of these transmissions also holds another shift's
         channel = joined[inverse.ravel()]
         domain = platform.contention_domains(mapping, src, channel, dst)
         return cls(schedule, platform, mapping, channel, domain)
@@ -111,6 +124,12 @@ class PlacedSchedule:
     def channel_names(self) -> list[str]:
         """Names of the platform's channels, by index."""
         return [c.name for c in self.platform.channels]
+
+
+def _one_to_one(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a[i] == a[j] exactly when b[i] == b[j] (the shift maps domains one to one)."""
+    both = np.unique(np.stack([a, b]), axis=1).shape[1]
+    return both == len(np.unique(a)) == len(np.unique(b))
 
 
 @dataclass
@@ -222,6 +241,7 @@ class Model(abc.ABC):
     # every transmission's times a function of its size, channel and combine flag, no contention, each rank one
     # port: a schedule folded by a shift of ranks (PlacedSchedule.of_folded) prices as the whole one
     folds_by_rank_shift: ClassVar[bool] = False
+    fold_checks_domains: ClassVar[bool] = False  # its transmissions share domains (PlacedSchedule.of_folded)
 
     def __init__(self, params: Any) -> None:
         self.params = params

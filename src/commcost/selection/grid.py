@@ -224,7 +224,8 @@ def placed_folded(algorithm: Algorithm, case: Case, values: dict[str, int], plat
     folded = build_folded(algorithm, case, node_period(mapping.node_of_rank[:case.nprocs]), values)
     if folded is None:
         return None
-    return PlacedSchedule.of_folded(folded[0].schedule, folded[1], case.nprocs, platform, mapping)
+    return PlacedSchedule.of_folded(folded[0].schedule, folded[1], case.nprocs, platform, mapping,
+                                    model.fold_checks_domains)
 
 
 def _refuse(refused: list[str] | None, algorithm: Algorithm, values: dict[str, int], nprocs: int,

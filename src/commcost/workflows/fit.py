@@ -41,7 +41,8 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     from commcost.models import MODELS
 
     points, placed, channels = collective_points(rows, platform, collectives, max_procs,
-                                                 fold=MODELS[model].folds_by_rank_shift)
+                                                 fold=MODELS[model].folds_by_rank_shift,
+                                                 fold_domains=MODELS[model].fold_checks_domains)
     if not points:
         raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
                          "own pick, cannot be priced)" + (f" with at most {max_procs} ranks" if max_procs else ""))

@@ -79,6 +79,8 @@ def _queues(schedule) -> bool:
 class TauLop(Model):
     """tau-Lop (paper 000 section 3): transfers contend per channel (A1-A3), overhead per processor."""
 
+    folds_by_rank_shift = True  # where its contention domains pass the check too (PlacedSchedule.of_folded)
+    fold_checks_domains = True
     NAME = "taulop"
     DESCRIPTION = "tau-Lop: concurrent transfers share a channel (A1-A3); exact event-driven engine + paper algebra"
     PARAMS = TauLopParams
