@@ -16,7 +16,7 @@ most 64 ranks. Two fits of the same points in the same run:
 Both print their time, pricings of every point, parameters and fit figures,
 for Hockney (alpha, beta per channel) and for tau-Lop (o, L, G per table).
 
-``python bench/bench_fit_collectives.py --synthetic [MAX_P]``: a sweep priced
+``python bench/bench_fit_collectives.py --synthetic [MAX_P [MODEL ...]]``: a sweep priced
 from known Hockney, LogGPH and tau-Lop parameters (ring and recursive-doubling
 allreduce, allgather and reduce_scatter on 64 ranks up to MAX_P, default
 1,024, four per node on examples/cluster, 64 KiB to 8 MiB whole buffers),
@@ -113,7 +113,7 @@ SYNTHETIC_TRUTH = {"taulop": {"shm": {"o_s": 0.3e-6, "L_s": 0.5e-6, "G_s_per_byt
                               "ib": {"o_s": 1.0e-6, "L_s": 1.5e-6, "g_s": 0.5e-6, "G_s_per_byte": 0.4e-9}}}
 
 
-def synthetic(max_procs: int) -> None:
+def synthetic(max_procs: int, models: tuple[str, ...] = ("hockney", "loggph", "taulop")) -> None:
     """The synthetic sweep of the module docstring: fitted three ways in the same run."""
     import tracemalloc
 
@@ -148,7 +148,7 @@ def synthetic(max_procs: int) -> None:
 
     print(f"synthetic sweep: {len(labels)} points, P = {procs}, 4 ranks per node on examples/cluster")
     variants = (("built folded", True, True), ("folded at pricing", False, True), ("whole (baseline)", False, False))
-    for model in ("hockney", "loggph", "taulop"):
+    for model in models:
         truth_of = SYNTHETIC_TRUTH[model]
         layout = parameter_layout(model, ["shm", "ib"], platform)
         truth = np.array([truth_of[unit][name] for unit, name in layout])
@@ -189,6 +189,6 @@ if __name__ == "__main__":
 
     if "--synthetic" in sys.argv:
         rest = [a for a in sys.argv[1:] if a != "--synthetic"]
-        synthetic(int(rest[0]) if rest else 1024)
+        synthetic(int(rest[0]) if rest else 1024, *([tuple(rest[1:])] if len(rest) > 1 else []))
         raise SystemExit(0)
     main()

@@ -366,7 +366,7 @@ def fitted_units(model: str, platform, channels: Sequence[str]) -> list[str]:
 def taulop_tau_max(placed) -> int:
     """The concurrencies the fitted tau-Lop tables cover: twice the largest training P (a linear
     algorithm's root alone has P - 1 transmissions on its channel at once)."""
-    return 2 * max((p.schedule.nprocs for p in placed), default=1)
+    return 2 * max((max(p.schedule.nprocs, p.mapping.nprocs) for p in placed), default=1)  # a folded one: its P
 
 
 def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
