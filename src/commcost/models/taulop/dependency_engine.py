@@ -116,7 +116,7 @@ def _flatten(laws: list[TransmissionLaw | None]) -> LawArrays:
         else:
             sat = law.tau_saturated
             o_grid, s_grid = law._saturated()
-            grids = [law._compiled(t) for t in range(1, sat + 1)] + [o_grid, s_grid]
+            grids = law.compiled_all() + [o_grid, s_grid]
         xs = np.asarray(grids[0][0], dtype=np.float64)
         width = len(xs)
         for grid in grids:

@@ -229,6 +229,32 @@ def _interp(xs: np.ndarray, ys: np.ndarray, x: np.ndarray, beyond_m: str = "chun
     return _at_many((xs, ys, float(slope), 0.0), x)
 
 
+def _interp_columns(xs: np.ndarray, columns: np.ndarray, x: np.ndarray, beyond_m: str) -> np.ndarray:
+    """:func:`_interp` of every column of ``columns`` (one row per size ``xs``) at ``x``: shape (len(x),
+    columns)."""
+    def inner(at: np.ndarray) -> np.ndarray:  # np.interp per column: flat at both ends
+        j = np.clip(np.searchsorted(xs, at, side="right") - 1, 0, max(len(xs) - 2, 0))
+        if len(xs) < 2:
+            return np.broadcast_to(columns[0], (len(at), columns.shape[1])).copy()
+        slope = (columns[j + 1] - columns[j]) / (xs[j + 1] - xs[j])[:, None]
+        out = slope * (at - xs[j])[:, None] + columns[j]
+        out = np.where((at <= xs[0])[:, None], columns[0], out)
+        return np.where((at >= xs[-1])[:, None], columns[-1], out)
+
+    past = (x > xs[-1])[:, None]
+    if beyond_m == "chunks" and xs[-1] > 0:
+        period = float(xs[-1])
+        count = np.floor(x / period)
+        rest = x - count * period
+        tail = count[:, None] * columns[-1] + np.where((rest > 0)[:, None], inner(rest), 0.0)
+        return np.where(past, tail, inner(x))
+    if len(xs) >= 2:
+        slope = (columns[-1] - columns[-2]) / (xs[-1] - xs[-2])
+    else:
+        slope = columns[-1] / xs[-1] if xs[-1] > 0 else np.zeros(columns.shape[1])
+    return np.where(past, columns[-1] + slope * (x - xs[-1])[:, None], inner(x))
+
+
 @dataclass(frozen=True, eq=False)
 class TransmissionLaw:
     """T^c(m, tau) = o^c(m) + sum_k L^k(m, tau) of one channel, compiled for fast calls.
@@ -293,6 +319,30 @@ class TransmissionLaw:
             hit = self._grid(lambda x: self.overhead.o(x) + sum(t.L(x, tau) for t in self.transfers))
             self._cache[tau] = hit
         return hit
+
+    def compiled_all(self) -> list[tuple[list[float], list[float], float, float]]:
+        """The compiled grids of every concurrency 1..tau_saturated at once (as :meth:`_compiled` gives them
+        one by one, to rounding): the tables' columns interpolated together, for a law of thousands of
+        concurrencies (a fit's tables reach twice its largest P)."""
+        sat = self.tau_saturated
+        if all(t in self._cache for t in range(1, sat + 1)):
+            return [self._cache[t] for t in range(1, sat + 1)]
+        tables = (self.overhead, *self.transfers)
+        xs = np.unique(np.concatenate([t.m for t in tables]))
+        chunks = self.overhead.beyond_m == "chunks" and xs[-1] > 0
+        at = xs if chunks else np.r_[xs, xs[-1] + 1.0]  # and one byte past the end: the slope beyond
+        taus = np.arange(1, sat + 1)
+        values = np.repeat(self.overhead.o(at)[:, None], sat, axis=1)
+        for t in self.transfers:
+            columns = np.stack([t.L_column(int(k)) for k in taus], axis=1) if t.tau_max < sat \
+                else t.L_s[:, :sat]
+            values = values + _interp_columns(t.m, columns, at, t.beyond_m)
+        for k in range(sat):
+            ys = values[:len(xs), k]
+            grid = (xs.tolist(), ys.tolist(), 0.0, float(xs[-1])) if chunks else \
+                (xs.tolist(), ys.tolist(), float(values[-1, k] - ys[-1]), 0.0)
+            self._cache.setdefault(k + 1, grid)
+        return [self._cache[t] for t in range(1, sat + 1)]
 
     def _saturated(self) -> tuple[tuple[list[float], list[float], float, float],
                                   tuple[list[float], list[float], float, float]]:
