@@ -1,4 +1,4 @@
-"""TransmissionLaw.compiled_all: every concurrency's compiled grid at once, equal to compiling them one by one
+"""TransmissionLaw.compiled_all: every concurrency's compiled grid at once, bit for bit what compiling them one by one gives
 (the example tables under both rules beyond the last size, one transfer and two, and a fitted family's
 tables of 300 concurrencies)."""
 
@@ -31,5 +31,4 @@ def test_every_concurrency_at_once_equals_one_by_one(name, table):
         assert len(grids) == together.tau_saturated
         for tau, grid in enumerate(grids, start=1):
             one = alone._compiled(tau)
-            assert grid[0] == one[0] and grid[3] == one[3]
-            assert grid[1] == pytest.approx(one[1], rel=1e-14, abs=0) and grid[2] == pytest.approx(one[2], rel=1e-12)
+            assert grid == one  # the same numbers: a fit's path depends on its prices to the last bit

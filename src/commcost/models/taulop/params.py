@@ -332,11 +332,12 @@ class TransmissionLaw:
         chunks = self.overhead.beyond_m == "chunks" and xs[-1] > 0
         at = xs if chunks else np.r_[xs, xs[-1] + 1.0]  # and one byte past the end: the slope beyond
         taus = np.arange(1, sat + 1)
-        values = np.repeat(self.overhead.o(at)[:, None], sat, axis=1)
-        for t in self.transfers:
+        transfers = np.zeros((len(at), sat))
+        for t in self.transfers:  # summed as _compiled sums them, then the overhead: the same numbers
             columns = np.stack([t.L_column(int(k)) for k in taus], axis=1) if t.tau_max < sat \
                 else t.L_s[:, :sat]
-            values = values + _interp_columns(t.m, columns, at, t.beyond_m)
+            transfers = transfers + _interp_columns(t.m, columns, at, t.beyond_m)
+        values = self.overhead.o(at)[:, None] + transfers
         for k in range(sat):
             ys = values[:len(xs), k]
             grid = (xs.tolist(), ys.tolist(), 0.0, float(xs[-1])) if chunks else \
