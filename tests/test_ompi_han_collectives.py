@@ -162,3 +162,40 @@ def test_selection_keeps_han_segment_sizes_at_their_defaults():
     han = [c for c in chosen if c.algorithm.name in ("han", "han_simple")]
     assert [c.params for c in han] == [{"segsize": 65536, "ppn": 0, "up": 0, "low": 0}, {"ppn": 0}]
     assert {c.params["segsize"] for c in chosen if c.algorithm.name == "segmented_ring"} == {0, 8192, 32768}
+
+
+@pytest.mark.parametrize("collective", [Collective.REDUCE, Collective.ALLREDUCE, Collective.BCAST])
+def test_only_a_ranks_first_sends_in_a_call_wait_for_what_it_did_before(collective, monkeypatch):
+    """in_steps gives the pending operations of a rank only to its sends in a call that wait for no send of
+    its own there (Part.entry_sends): the others follow them. Prices equal those with every send waiting
+    (three models, the last rank and the mean; up and low modules, segments), with fewer edges (han's
+    reduce on 1,024 ranks at 16 MiB: 13.2 M -> 2.7 M, 1.1 GB -> 0.37 GB to build)."""
+    from pathlib import Path
+
+    from commcost.collectives.ompi_han import Part
+    from commcost.io.params_file import load_params
+    from commcost.io.platform_file import load_platform
+    from commcost.models import MODELS, PlacedSchedule
+    from commcost.platform import Mapping
+
+    ex = Path(__file__).resolve().parent.parent / "examples"
+    platform = load_platform(ex / "cluster" / "platform.toml")[0]
+    params = load_params(ex / "params" / "illustrative.toml")
+    models = [MODELS[m](params.for_model(m)) for m in ("hockney", "loggph", "taulop")]
+    han = find(collective, "ompi.han")
+    fewer = False
+    for nprocs, nbytes, extra in ((12, 300_000, {}), (32, 1 << 20, {"up": 1}), (32, 65536, {"low": 1}),
+                                  (64, 1 << 20, {"segsize": 8192})):
+        values = han.resolve_params({"ppn": 4, **{k: v for k, v in extra.items() if any(p.name == k for p in han.params)}})
+        case = Case(collective, nprocs, nbytes, 0)
+        mapping = Mapping.sequential(platform, nprocs, 4)
+        entry = build(han, case, values).schedule
+        with monkeypatch.context() as patch:
+            patch.setattr(Part, "entry_sends", Part.sends)
+            every = build(han, case, values).schedule
+        fewer |= len(entry.after_idx) < len(every.after_idx)
+        for model in models:
+            for statistic in ("max", "mean"):
+                assert model.statistic_s(PlacedSchedule.of(entry, platform, mapping), statistic) == pytest.approx(
+                    model.statistic_s(PlacedSchedule.of(every, platform, mapping), statistic), rel=1e-12)
+    assert fewer or collective is Collective.BCAST  # han's bcast: one send per rank and call, no fewer

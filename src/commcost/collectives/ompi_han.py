@@ -101,10 +101,21 @@ class Part:
     src: np.ndarray
     dst: np.ndarray
     own: np.ndarray | None = None
+    later: np.ndarray | None = None  # own sends that wait, in the sub-collective, for an own send of their sender
 
     def sends(self) -> tuple[np.ndarray, np.ndarray]:
         """(ids, senders) of the transmissions that are their sender's own operations."""
         return (self.ids, self.src) if self.own is None else (self.ids[self.own], self.src[self.own])
+
+    def entry_sends(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, senders) of the own sends that wait for no own send of their sender in this sub-collective:
+        the ones that must wait for what the rank did before the call. Every other own send waits, through
+        a chain of its sender's own sends, for one of these, so it starts later anyway; a wait for a
+        reception would not do (the peer's send does not wait for this rank)."""
+        keep = np.ones(len(self.ids), bool) if self.own is None else self.own.copy()
+        if self.later is not None:
+            keep &= ~self.later
+        return self.ids[keep], self.src[keep]
 
 
 def nodes_of(nprocs: int, ppn: int) -> int | None:
@@ -198,8 +209,13 @@ def run(rec: Recorder, algorithm: Algorithm, params: Mapping[str, int], collecti
     ids = rec.embed(schedule, ranks, offset, label)
     s = schedule.schedule
     acks = np.asarray([name == ACK for name in s.phase_names], bool)[np.asarray(s.phase, np.int64)]
+    later = np.zeros(s.ntransmissions, bool)
+    if s.after_ptr is not None and s.ntransmissions:
+        waiter = np.repeat(np.arange(s.ntransmissions), np.diff(s.after_ptr))
+        waited = np.asarray(s.after_idx, np.int64)
+        later[waiter[(s.src[waited] == s.src[waiter]) & ~acks[waited]]] = True
     return Part(ids.ravel(), ranks[:, s.src].ravel(), ranks[:, s.dst].ravel(),
-                np.tile(~acks, len(ranks)) if acks.any() else None)
+                np.tile(~acks, len(ranks)) if acks.any() else None, np.tile(later, len(ranks)))
 
 
 def tuned_run(rec: Recorder, collective: Collective, ranks: np.ndarray, nbytes: int, root: int = 0,
@@ -239,7 +255,7 @@ def in_steps(rec: Recorder, steps: Sequence[tuple[Sequence[Call | None], Sequenc
         return out
 
     def wait(part: Part, before: tuple[np.ndarray, np.ndarray]) -> None:
-        ids, src = part.sends()
+        ids, src = part.entry_sends()  # the others wait for these (Part.entry_sends)
         if len(ids) and len(before[0]):
             mine = of_senders(before[1], src)  # only the senders' rows give waits: sort those alone
             if mine.any():
