@@ -76,3 +76,23 @@ def test_a_scotch_mapping_with_a_target_past_64_bits_is_one_line():
 
     with pytest.raises(InputError, match="x.map:line 2: target 99999999999999999999 is out of range"):
         read_mapping("6\n0 99999999999999999999\n1 1\n2 1\n3 0\n4 2\n5 3\n", 6, source="x.map")
+
+
+def test_waits_between_collectives_stay_few_and_are_bounded(monkeypatch):
+    """A composite's second collective waits for its senders' operations in the first. The root of Open MPI's
+    basic_linear allreduce takes its P - 1 receptions in order, so its bcast sends wait for the last one only:
+    on 65,536 ranks 65,535 waits (its 65,535 sends each waited for 65,535 receptions: a 32 GiB array, a
+    MemoryError in select). Where every reception is named (the data-flow checker's builds), waits past
+    what the limit allows are refused in one line before they are built."""
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.collectives.recorder import ScheduleTooLarge
+
+    allreduce = find(Collective.ALLREDUCE, "ompi.basic_linear")
+    schedule = build(allreduce, Case(Collective.ALLREDUCE, 65536, 1 << 20, 0)).schedule
+    assert schedule.ntransmissions == 2 * 65535 and len(schedule.after_idx) == 65535
+    allgather = find(Collective.ALLGATHER, "ompi.linear")
+    build(allgather, Case(Collective.ALLGATHER, 64, 64, 0), data=True)  # (P - 1)^2 waits: within the limit
+    monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "200")
+    with pytest.raises(ScheduleTooLarge) as refused:
+        build(allgather, Case(Collective.ALLGATHER, 64, 64, 0), data=True)
+    assert "waits between its collectives" in str(refused.value) and "\n" not in str(refused.value)

@@ -32,7 +32,7 @@ import numpy as np
 from commcost.collectives.case import Case, CollectiveSchedule
 from commcost.collectives.rank_shift import NotFoldable, shift_invariant
 from commcost.errors import InputError
-from commcost.schedule.program_order import after_own, program_order
+from commcost.schedule.program_order import after_own, own_operations, program_order
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
 
 Range = tuple[int, int]
@@ -44,6 +44,7 @@ LIMIT_VARIABLE = "COMMCOST_MAX_TRANSMISSIONS"  # the environment variable that s
 # by tracemalloc for Hockney and LogGP pricings of 1-2 M transmissions (bcast pipeline, ring allgather and
 # allreduce on 1,024 ranks), rounded up
 BYTES_PER_TRANSMISSION = 320
+BYTES_PER_EDGE = 56  # a dependency edge while built: han's reduce on 1,024 ranks, 13.2 M edges, 0.73 GB of its peak
 MEMORY_VARIABLE = "COMMCOST_MAX_MEMORY"  # the environment variable that bounds a pricing's memory (a size: 1GiB)
 
 
@@ -373,10 +374,34 @@ class Recorder:
             waiter.append(w + a)
             waited.append(d + a)
             if q:  # each of this collective's sends waits for its sender's operations in the earlier ones
-                i, j = after_own(np.arange(a, b), src[a:b], np.arange(a), src[:a], dst[:a])
+                received = None if self.data else self._last_taken(a, dst)
+                rank, _ = own_operations(np.arange(a), src[:a], dst[:a], received)
+                edges = int(np.bincount(rank, minlength=self.case.nprocs)[src[a:b]].sum())
+                if edges > self.limit * BYTES_PER_TRANSMISSION // BYTES_PER_EDGE:
+                    from commcost.units import format_nbytes
+
+                    raise ScheduleTooLarge(
+                        f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
+                        f"{self.case.nprocs:,} ranks would hold {edges:,} waits between its collectives (about "
+                        f"{format_nbytes(edges * BYTES_PER_EDGE)} while built); expected fewer ranks, or a "
+                        f"larger --max-transmissions or --max-memory")
+                i, j = after_own(np.arange(a, b), src[a:b], np.arange(a), src[:a], dst[:a], received)
                 waiter.append(i)
                 waited.append(j)
         return waiter, waited
+
+    def _last_taken(self, before: int, dst: np.ndarray) -> np.ndarray:
+        """Mask over transmissions ``0 .. before - 1``: False for a reception its receiver takes before
+        another one of them in a stated order (:meth:`receive_in_order`, an embedded part's order), which
+        then ends no earlier; waiting for that later one is waiting for both."""
+        keep = np.ones(before, bool)
+        for ids in self._taken_after:
+            ids = ids[ids < before]
+            run = ids[np.argsort(dst[ids], kind="stable")]
+            keep[run[:-1][dst[run[1:]] == dst[run[:-1]]]] = False
+        for later, earlier in self._taken_before:
+            keep[earlier[(later < before) & (earlier < before)]] = False
+        return keep
 
     def _receive_order(self, order: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
         """``recv_prev`` of the built schedule (positions after ``order``) from :meth:`receive_in_order`'s

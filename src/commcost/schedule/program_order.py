@@ -43,15 +43,24 @@ def runs(key: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 def after_own(ids: np.ndarray, sender: np.ndarray, op_ids: np.ndarray, op_src: np.ndarray,
-              op_dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+              op_dst: np.ndarray, received: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Edges ``(waiter, waited)``: transmission ``ids[k]`` (sent by ``sender[k]``) waits for every
     transmission ``op_ids`` its sender sent or received: a rank enters a blocking call once its calls
-    before have completed for it."""
-    rank = np.concatenate([op_src, op_dst])
-    op = np.concatenate([op_ids, op_ids])
+    before have completed for it. ``received`` (a mask over ``op_ids``): the receptions to wait for, the
+    others being taken before one of these (a receive order), so ended no later."""
+    rank, op = own_operations(op_ids, op_src, op_dst, received)
     by_rank, first, count = runs(rank, sender)
     i, j = pairs(np.asarray(ids, np.int64), np.ones(len(ids), np.int64), first, count)
     return i, op[by_rank[j]]
+
+
+def own_operations(op_ids: np.ndarray, op_src: np.ndarray, op_dst: np.ndarray,
+                   received: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rank, transmission) of every operation a rank waits for in :func:`after_own`: each transmission as
+    its sender's, and as its receiver's where ``received`` (None: all) says so."""
+    if received is None:
+        return np.concatenate([op_src, op_dst]), np.concatenate([op_ids, op_ids])
+    return np.concatenate([op_src, op_dst[received]]), np.concatenate([op_ids, op_ids[received]])
 
 
 def _last_and_largest(group: np.ndarray, peer: np.ndarray, ids: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
