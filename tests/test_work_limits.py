@@ -96,3 +96,20 @@ def test_waits_between_collectives_stay_few_and_are_bounded(monkeypatch):
     with pytest.raises(ScheduleTooLarge) as refused:
         build(allgather, Case(Collective.ALLGATHER, 64, 64, 0), data=True)
     assert "waits between its collectives" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("collective, key", [("alltoall", "ompi.linear"), ("alltoall", "ompi.linear_sync"),
+                                             ("allgather", "generic.direct-messaging"),
+                                             ("bcast", "ompi.scatter_allgather_ring"),
+                                             ("bcast", "mpich.scatter_ring_allgather"), ("allreduce", "ompi.ring")])
+def test_every_rank_to_every_other_is_refused_before_its_arrays_are_built(collective, key):
+    """These build P (P - 1) transmissions in numpy batches: on 65,536 ranks each array is 32 GiB, which they
+    asked for before the recorder counted them (a MemoryError, or the machine's memory); now they reserve
+    first and are refused at once."""
+    from commcost.collectives import Case, Collective, build, find
+    from commcost.collectives.recorder import ScheduleTooLarge
+
+    algorithm = find(Collective(collective), key)
+    with pytest.raises(ScheduleTooLarge) as refused:
+        build(algorithm, Case(Collective(collective), 65536, 1 << 20, 0))
+    assert "would exceed" in str(refused.value)  # the up-front refusal, not the count after the arrays

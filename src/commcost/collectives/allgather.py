@@ -271,6 +271,7 @@ def direct_messaging(rec: Recorder, case: Case, params: Mapping[str, int]) -> No
     p, n = case.nprocs, case.nbytes
     if n == 0 or p == 1:
         return
+    rec.reserve(p * (p - 1), "every rank to every other")  # before its arrays: P (P - 1) long
     r = _ranks(case)
     src = np.repeat(r, p - 1)
     dst = (src + np.tile(np.arange(1, p, dtype=np.int64), p)) % p

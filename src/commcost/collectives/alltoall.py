@@ -41,6 +41,7 @@ def alltoall_linear(rec: Recorder, case: Case, params: Mapping[str, int]) -> Non
     p, n = case.nprocs, case.nbytes
     if p == 1:
         return
+    rec.reserve(p * (p - 1), "every rank to every other")  # before its arrays: P (P - 1) long
     src = np.repeat(np.arange(p, dtype=np.int64), p - 1)
     offset = np.tile(np.arange(1, p, dtype=np.int64), p)
     dst = (src - offset) % p
@@ -135,6 +136,7 @@ def alltoall_linear_sync(rec: Recorder, case: Case, params: Mapping[str, int]) -
     if p == 1:
         return
     m = params["max_requests"]
+    rec.reserve(p * (p - 1), "every rank to every other")  # before its arrays: P (P - 1) long
     window = p - 1 if m <= 0 or m > p - 1 else m
     for first in range(1, p, window):
         offset = np.arange(first, min(first + window, p), dtype=np.int64)
