@@ -189,3 +189,18 @@ def test_a_sweep_shares_first_segments_between_sizes_cut_alike_and_prices_each_a
     assert list(swept) == alone and np.all(np.isfinite(swept))
     assert pipeline_statistic_s(algorithm, algorithm.resolve_params({"segsize": 8192}), 64, sizes[-2], PLATFORM,
                                 mapping, model) == swept[-2]
+
+
+def test_first_segments_past_the_limit_leave_the_candidate_refused_not_the_select(monkeypatch):
+    """On 65,536 ranks even han's first 32 segments passed the limit: the ScheduleTooLarge of the fold's
+    build ended the whole select (a traceback in the bench). The fold now gives up, and the candidate is
+    priced whole or refused like any other (inf, and a line saying so)."""
+    monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "3000")
+    model = MODELS["hockney"](PARAMS.for_model("hockney"))
+    mapping = Mapping.sequential(PLATFORM, 64, 4)
+    chain = find(Collective.BCAST, "chain")
+    values = chain.resolve_params({"segsize": 1024})
+    assert pipeline_statistic_s(chain, values, 64, 300 * 1024, PLATFORM, mapping, model) is None
+    refused: list[str] = []
+    got = price_sizes(chain, {"segsize": 1024}, 64, [300 * 1024], PLATFORM, mapping, model, refused=refused)
+    assert np.isinf(got[0]) and len(refused) == 1 and "ompi.chain" in refused[0]

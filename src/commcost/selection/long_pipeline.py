@@ -54,6 +54,7 @@ from dataclasses import replace
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
+from commcost.collectives.recorder import ScheduleTooLarge
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Mapping, Platform
@@ -95,10 +96,13 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
         return seen[m]
 
     m = FIRST
-    while 4 * m <= nseg - 1:
-        step = figure(m + 1) - figure(m)
-        if abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
-                and abs(figure(2 * m) - (figure(m) + m * step)) <= RTOL * figure(2 * m):
-            return figure(m) + (nseg - 1 - m) * step
-        m *= 2
+    try:
+        while 4 * m <= nseg - 1:
+            step = figure(m + 1) - figure(m)
+            if abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
+                    and abs(figure(2 * m) - (figure(m) + m * step)) <= RTOL * figure(2 * m):
+                return figure(m) + (nseg - 1 - m) * step
+            m *= 2
+    except ScheduleTooLarge:  # even its first segments pass the limit: the caller prices it whole (or refuses)
+        return None
     return None
