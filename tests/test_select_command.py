@@ -92,3 +92,16 @@ def test_a_library_with_no_algorithm_of_the_collective_says_what_it_has(capsys):
                  "--sizes", "1..1KiB"]) == 2
     err = capsys.readouterr().err
     assert "--library" in err and "no mpich allreduce algorithm" in err and "bcast" in err
+
+
+def test_a_strategy_with_no_point_scored_prints_dashes_not_nan():
+    """A select whose default went unpriced at every point (han past the limit on 65,536 ranks) printed
+    'nan%' in its comparison; now a dash, with how many picks went unscored."""
+    from commcost.report.selection_report import render_penalties
+
+    text = render_penalties({"Open MPI default": {"points": 0, "mean_pct": float("nan"), "max_pct": float("nan"),
+                                                  "within_5pct": float("nan"), "within_10pct": float("nan"),
+                                                  "unscored": 1},
+                             "model": {"points": 2, "mean_pct": 1.5, "max_pct": 3.0, "within_5pct": 1.0,
+                                       "within_10pct": 1.0}}, "title")
+    assert "nan" not in text and "(1 picks not measured)" in text and "1.5%" in text

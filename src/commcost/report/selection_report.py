@@ -56,6 +56,9 @@ def render_penalties(rows: dict[str, dict[str, float]], title: str) -> str:
     lines = [title, f"  {'strategy':<28} {'points':>6} {'mean':>9} {'max':>9} {'<=5%':>7} {'<=10%':>7}"]
     for name, s in rows.items():
         missing = f"   ({s['unscored']} picks not measured)" if s.get("unscored") else ""
+        if not s["points"]:  # nothing to average (a default whose every pick went unpriced): no nan
+            lines.append(f"  {name:<28} {0:>6} {'-':>9} {'-':>9} {'-':>7} {'-':>7}{missing}")
+            continue
         lines.append(f"  {name:<28} {s['points']:>6} {s['mean_pct']:>8.1f}% {s['max_pct']:>8.1f}% "
                      f"{100 * s['within_5pct']:>6.0f}% {100 * s['within_10pct']:>6.0f}%{missing}")
     return "\n".join(lines)
