@@ -17,9 +17,11 @@ Both print their time, pricings of every point, parameters and fit figures,
 for Hockney (alpha, beta per channel) and for tau-Lop (o, L, G per table).
 
 ``python bench/bench_fit_collectives.py --synthetic [MAX_P [MODEL ...]]``: a sweep priced
-from known Hockney, LogGPH and tau-Lop parameters (ring and recursive-doubling
-allreduce, allgather and reduce_scatter on 64 ranks up to MAX_P, default
-1,024, four per node on examples/cluster, 64 KiB to 8 MiB whole buffers),
+from known Hockney, LogGPH and tau-Lop parameters (allreduce ring, recursive
+doubling and Rabenseifner, allgather ring, recursive doubling and neighbor
+exchange, reduce_scatter ring; 64 ranks up to MAX_P, default 1,024, one and
+four per node on examples/cluster; 64 KiB to 8 MiB whole buffers: 280
+points at MAX_P 2,048),
 fitted three ways in the same run: schedules built folded by one node's
 ranks where they are invariant under that shift (``build_folded``, as
 ``commcost fit`` holds them), built whole and folded at their second
@@ -121,32 +123,36 @@ def synthetic(max_procs: int, models: tuple[str, ...] = ("hockney", "loggph", "t
     from commcost.collectives import Case, Collective, build, build_folded, find
     from commcost.collectives.recorder import ScheduleTooLarge
     from commcost.models import PlacedSchedule, hockney, loggp
+    from commcost.models.symmetry import fold_shift
     from commcost.platform import Mapping
 
     platform, _ = load_platform(ROOT / "examples" / "cluster" / "platform.toml")
-    cases = [(c, a) for c in ("allreduce", "allgather", "reduce_scatter") for a in ("ring", "recursive_doubling")
-             if not (c == "reduce_scatter" and a == "recursive_doubling")]
+    cases = [("allreduce", "ring"), ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
+             ("allgather", "ring"), ("allgather", "recursive_doubling"), ("allgather", "neighbor"),
+             ("reduce_scatter", "ring")]
     procs = [p for p in (64, 256, 1024, 2048) if p <= max_procs]
     labels = []
     for collective, algorithm in cases:
         kind = Collective(collective)
         for nprocs in procs:
-            for whole in (65536, 1 << 20, 8 << 20):
-                nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
-                labels.append((kind, find(kind, algorithm), nprocs, nbytes))
+            for ppn in (1, 4):
+                for whole in (65536, 512 << 10, 1 << 20, 4 << 20, 8 << 20):
+                    nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
+                    labels.append((kind, find(kind, algorithm), nprocs, ppn, nbytes))
 
     def placed_all(folded_build: bool, domains: bool) -> tuple[list, float, int]:
         started, out = time.perf_counter(), []
-        for kind, algorithm, nprocs, nbytes in labels:
-            mapping = Mapping.sequential(platform, nprocs, 4)
-            got = build_folded(algorithm, Case(kind, nprocs, nbytes), 4) if folded_build else None
+        for kind, algorithm, nprocs, ppn, nbytes in labels:
+            mapping = Mapping.sequential(platform, nprocs, ppn)
+            got = build_folded(algorithm, Case(kind, nprocs, nbytes), fold_shift(mapping.node_of_rank)) \
+                if folded_build else None
             where = None if got is None else PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, platform,
                                                                       mapping, domains)
             out.append(where or PlacedSchedule.of(build(algorithm, Case(kind, nprocs, nbytes)).schedule, platform,
                                                   mapping))
         return out, time.perf_counter() - started, sum(p.schedule.ntransmissions for p in out)
 
-    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 4 ranks per node on examples/cluster")
+    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 1 and 4 ranks per node on examples/cluster")
     variants = (("built folded", True, True), ("folded at pricing", False, True), ("whole (baseline)", False, False))
     for model in models:
         truth_of = SYNTHETIC_TRUTH[model]
@@ -165,7 +171,7 @@ def synthetic(max_procs: int, models: tuple[str, ...] = ("hockney", "loggph", "t
                     print(f"  {model:8s} {name:18s} not run: {refused}")
                     continue
                 price = pricer(model, placed, ["shm", "ib"])
-                rows = [Point(k.value, a.name, p, n, t) for (k, a, p, n), t in zip(labels, price(truth))]
+                rows = [Point(k.value, a.name, p, n, t) for (k, a, p, _, n), t in zip(labels, price(truth))]
                 t0 = time.perf_counter()
                 fit = fit_model(model, rows, ["shm", "ib"], price, layout=layout)
                 seconds = time.perf_counter() - t0

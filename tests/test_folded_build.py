@@ -14,6 +14,7 @@ from commcost.collectives.rank_shift import shift_invariant
 from commcost.io.params_file import load_params
 from commcost.io.platform_file import load_platform
 from commcost.models import MODELS, PlacedSchedule
+from commcost.models.symmetry import fold_shift
 from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
 from commcost.selection.grid import FOLD_BUILD_FROM, placed_folded, price_sizes
 
@@ -31,12 +32,14 @@ def _values(algorithm, segsize):
 
 
 @pytest.mark.parametrize("nprocs", [16, 24])
-def test_every_algorithm_folded_prices_as_the_whole_or_is_not_folded(nprocs):
-    """Every registered algorithm at 16 and 24 ranks (4 per node), sizes that divide into P blocks and
-    sizes that do not, segments or not: where it folds, the last rank's end and the mean over ranks under
-    Hockney, LogGP and LogGPH equal the whole schedule's to 1e-12; the rings fold wherever their blocks
-    are equal."""
-    mapping = Mapping.sequential(PLATFORM, nprocs, 4)
+@pytest.mark.parametrize("ppn", [4, 1])
+def test_every_algorithm_folded_prices_as_the_whole_or_is_not_folded(nprocs, ppn):
+    """Every registered algorithm at 16 and 24 ranks (4 per node, shifted by a node; 1 per node, shifted by
+    two: fold_shift), sizes that divide into P blocks and sizes that do not, segments or not: where it
+    folds, the last rank's end, the mean and the least over ranks under Hockney, LogGP, LogGPH and tau-Lop
+    equal the whole schedule's to 1e-12; the rings fold wherever their blocks are equal."""
+    mapping = Mapping.sequential(PLATFORM, nprocs, ppn)
+    shift = fold_shift(mapping.node_of_rank)
     models = {m: MODELS[m](PARAMS.for_model(m)) for m in FOLDING}
     folded_rings = set()
     for algorithm in algorithms():
@@ -46,14 +49,14 @@ def test_every_algorithm_folded_prices_as_the_whole_or_is_not_folded(nprocs):
             for segsize in (0, 256):
                 values = _values(algorithm, segsize)
                 case = Case(algorithm.collective, nprocs, nbytes, 0)
-                got = build_folded(algorithm, case, 4, values)
+                got = build_folded(algorithm, case, shift, values)
                 if got is None:
                     continue
                 placed = PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, PLATFORM, mapping, True)
                 assert placed is not None  # identical nodes, sequential, node-wide domains: invariant
-                assert placed.schedule.nprocs == 4
+                assert placed.schedule.nprocs == shift
                 whole = PlacedSchedule.of(build(algorithm, case, values).schedule, PLATFORM, mapping)
-                assert 4 * placed.schedule.ntransmissions * (nprocs // 4) == 4 * whole.schedule.ntransmissions
+                assert placed.schedule.ntransmissions * (nprocs // shift) == whole.schedule.ntransmissions
                 for name, model in models.items():
                     for statistic in ("max", "mean", "min"):
                         assert model.statistic_s(placed, statistic) == pytest.approx(

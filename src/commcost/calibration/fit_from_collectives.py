@@ -300,6 +300,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     a 512th of its transmissions; :func:`commcost.selection.grid.placed_folded`); ``fold_domains``: the
     model's transmissions share contention domains, checked too (tau-Lop)."""
     from commcost.collectives import Case, Collective, build, build_folded, find
+    from commcost.models.symmetry import fold_shift
     from commcost.collectives.recorder import held_limit
     from commcost.models import PlacedSchedule
     from commcost.platform import Mapping
@@ -336,7 +337,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
             given = {"segsize": segsize} if segsize and any(p.name == "segsize" for p in algorithm.params) else {}
             case, values = Case(collective, nprocs, nbytes, element_bytes=element), algorithm.resolve_params(given)
             mapping = Mapping.sequential(platform, nprocs, min(ppn, nprocs))
-            folded = build_folded(algorithm, case, min(ppn, nprocs), values) if fold else None
+            folded = build_folded(algorithm, case, fold_shift(mapping.node_of_rank[:nprocs]), values) if fold else None
             where = None if folded is None else PlacedSchedule.of_folded(folded[0].schedule, folded[1], nprocs,
                                                                          platform, mapping, fold_domains)
             if where is None:

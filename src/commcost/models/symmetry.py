@@ -69,6 +69,14 @@ def node_period(node_of_rank: np.ndarray) -> int:
     return int(np.count_nonzero(node == node[0])) if len(node) else 0
 
 
+def fold_shift(node_of_rank: np.ndarray) -> int:
+    """The shift of ranks a schedule built folded tries (:func:`commcost.collectives.build_folded`): one
+    node's ranks (:func:`node_period`), or two nodes' where a node holds one rank (a shift by one rank
+    would fold every transmission onto its own receiver; by two, a ring's neighbours stay apart)."""
+    q = node_period(node_of_rank)
+    return 2 if q == 1 else q
+
+
 def rank_shift_fold(src: np.ndarray, dst: np.ndarray, phase: np.ndarray, nbytes: np.ndarray,
                     channel: np.ndarray, domain: np.ndarray, after_ptr: np.ndarray, after_idx: np.ndarray,
                     nprocs: int, shift: int, same: Sequence[np.ndarray] = (), receivers: bool = True,

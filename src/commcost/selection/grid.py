@@ -21,7 +21,7 @@ from commcost.collectives import Algorithm, Case, build, build_folded
 from commcost.collectives.ompi_han import on_placement
 from commcost.collectives.recorder import BYTES_PER_TRANSMISSION, ScheduleTooLarge, transmission_limit
 from commcost.models import Model, PlacedSchedule
-from commcost.models.symmetry import node_period
+from commcost.models.symmetry import fold_shift
 from commcost.models.taulop.model import TauLop
 from commcost.selection.long_pipeline import pipeline_statistic_s
 from commcost.selection.pipeline_price import pipeline_time_s
@@ -221,7 +221,7 @@ def placed_folded(algorithm: Algorithm, case: Case, values: dict[str, int], plat
     else None (build it whole). From :data:`FOLD_BUILD_FROM` ranks."""
     if not model.folds_by_rank_shift or case.nprocs < FOLD_BUILD_FROM:
         return None
-    folded = build_folded(algorithm, case, node_period(mapping.node_of_rank[:case.nprocs]), values)
+    folded = build_folded(algorithm, case, fold_shift(mapping.node_of_rank[:case.nprocs]), values)
     if folded is None:
         return None
     return PlacedSchedule.of_folded(folded[0].schedule, folded[1], case.nprocs, platform, mapping,
