@@ -116,13 +116,17 @@ def ompi_default_times(args: argparse.Namespace, collective, procs, sizes, price
     times = np.full((len(procs), len(sizes)), np.inf)
     for i, nprocs in enumerate(procs):
         for choice in {c for c in picks[i] if c is not None}:
+            mine = [j for j in range(len(sizes)) if picks[i][j] == choice]
             if choice in result.choices:
-                row = result.time_of(choice)[i]
+                row = np.array(result.time_of(choice)[i], dtype=np.float64)
+                # the grid leaves unpriced what cannot be the fastest (its floor reaches the best's time): the
+                # default is compared there too, so it is priced without that bound
+                again = [j for j in mine if not np.isfinite(row[j])]
+                if again:
+                    row[again] = price(choice, nprocs, [sizes[j] for j in again], None)
             else:
                 row = price(choice, nprocs, sizes, None)
-            for j in range(len(sizes)):
-                if picks[i][j] == choice:
-                    times[i, j] = row[j]
+            times[i, mine] = np.asarray(row)[mine]
     return picks, times
 
 
