@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Mapping as TMapping
 
 import numpy as np
@@ -107,13 +107,27 @@ class PlacedSchedule:
         out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in fields})
         return out
 
+    def with_sizes(self, nbytes: np.ndarray) -> "PlacedSchedule":
+        """The same placement of the schedule with these sizes (one per transmission, >= 0), keeping only the
+        schedule's dependency structure (sizes play no part in it): not a fold, which rests on which sizes
+        are equal. A long pipeline's first segments priced for each whole message they start."""
+        schedule = replace(self.schedule, nbytes=np.asarray(nbytes, dtype=np.float64))
+        if STRUCTURE_KEY in self.schedule.__dict__:
+            schedule.__dict__[STRUCTURE_KEY] = self.schedule.__dict__[STRUCTURE_KEY]
+        return PlacedSchedule(schedule, self.platform, self.mapping, self.channel, self.domain)
+
     def keep_derived(self, scaled: "PlacedSchedule") -> None:
         """Take back what pricing derived on ``scaled``, a :meth:`scaled` copy of this one (its fold, found
         at a second pricing; the dependency structure), for the next copy."""
         fields = {"schedule", "platform", "mapping", "channel", "domain"}
         self.__dict__.update({k: v for k, v in scaled.__dict__.items() if k not in fields})
-        if STRUCTURE_KEY in scaled.schedule.__dict__:
-            self.schedule.__dict__[STRUCTURE_KEY] = scaled.schedule.__dict__[STRUCTURE_KEY]
+        self.keep_structure(scaled)
+
+    def keep_structure(self, copy: "PlacedSchedule") -> None:
+        """Take back the dependency structure pricing derived on ``copy`` (a :meth:`scaled` or
+        :meth:`with_sizes` copy of this one), for the next copy."""
+        if STRUCTURE_KEY in copy.schedule.__dict__:
+            self.schedule.__dict__[STRUCTURE_KEY] = copy.schedule.__dict__[STRUCTURE_KEY]
 
     @functools.cached_property
     def used_channels(self) -> frozenset[int]:

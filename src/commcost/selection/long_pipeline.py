@@ -49,8 +49,6 @@ finds them equal to 1e-9.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
@@ -84,15 +82,28 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     shared = not algorithm.segmented.part_phases  # type: ignore[union-attr]  # else the figures depend on nseg
     seen: dict[int, float] = memo.setdefault((cut.size, cut.last), {}) if memo is not None and shared else {}
 
+    # with part phases the figures depend on nseg, but the first segments' placed schedules do not: kept for
+    # the sizes cut alike, each priced with its whole-message transmissions grown for its own nseg
+    units: dict[int, PlacedSchedule] = memo.setdefault(("placed", cut.size, cut.last), {}) \
+        if memo is not None and not shared else {}
+
     def figure(m: int) -> float:  # m full segments, then the last one
         if m not in seen:
-            schedule = build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root), values).schedule
             whole = algorithm.segmented.part_phases  # type: ignore[union-attr]
-            if whole:  # whole-message transmissions: as large as in the whole message
-                names = [i for i, name in enumerate(schedule.phase_names) if name in whole]
-                grown = schedule.nbytes + np.isin(schedule.phase, names) * float((nseg - 1 - m) * cut.size)
-                schedule = replace(schedule, nbytes=grown)
-            seen[m] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
+            if not whole:
+                schedule = build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root), values).schedule
+                seen[m] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
+                return seen[m]
+            if m not in units:
+                units[m] = PlacedSchedule.of(build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root),
+                                                   values).schedule, platform, mapping)
+            unit = units[m]
+            # whole-message transmissions: as large as in the whole message
+            names = [i for i, name in enumerate(unit.schedule.phase_names) if name in whole]
+            grown = unit.schedule.nbytes + np.isin(unit.schedule.phase, names) * float((nseg - 1 - m) * cut.size)
+            one = unit.with_sizes(grown)
+            seen[m] = model.statistic_s(one, statistic)
+            unit.keep_structure(one)
         return seen[m]
 
     m = FIRST
