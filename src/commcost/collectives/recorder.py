@@ -107,6 +107,14 @@ def read_transmission_limit(text: str, where: str) -> int:
     return int(text)
 
 
+def _successive(ids: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(later, earlier): each reception of ``ids`` (a :meth:`Recorder.receive_in_order` sequence) beside the
+    one its receiver takes just before it, per receiver in the order given."""
+    run = ids[np.argsort(dst[ids], kind="stable")]
+    same = dst[run[1:]] == dst[run[:-1]]
+    return run[1:][same], run[:-1][same]
+
+
 class ScheduleTooLarge(InputError):
     """An algorithm's schedule would exceed the recorder's limit on transmissions."""
 
@@ -396,9 +404,7 @@ class Recorder:
         then ends no earlier; waiting for that later one is waiting for both."""
         keep = np.ones(before, bool)
         for ids in self._taken_after:
-            ids = ids[ids < before]
-            run = ids[np.argsort(dst[ids], kind="stable")]
-            keep[run[:-1][dst[run[1:]] == dst[run[:-1]]]] = False
+            keep[_successive(ids[ids < before], dst)[1]] = False
         for later, earlier in self._taken_before:
             keep[earlier[(later < before) & (earlier < before)]] = False
         return keep
@@ -408,11 +414,9 @@ class Recorder:
         sequences and the embedded parts' orders; None when every reception is taken in order of arrival."""
         later, earlier = [], []
         for ids in self._taken_after:
-            by = np.argsort(dst[ids], kind="stable")  # per receiver, in the order given
-            run = ids[by]
-            same = dst[run[1:]] == dst[run[:-1]]
-            later.append(run[1:][same])
-            earlier.append(run[:-1][same])
+            after, before = _successive(ids, dst)
+            later.append(after)
+            earlier.append(before)
         for pair in self._taken_before:
             later.append(pair[0])
             earlier.append(pair[1])

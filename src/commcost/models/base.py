@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping as TMapping
 
 import numpy as np
@@ -99,28 +99,20 @@ class PlacedSchedule:
         keeps equal sizes equal. So a sweep over sizes of one scale unit finds its fold and structure once."""
         if not factor > 0:
             raise ValueError(f"expected a factor > 0, got {factor}")
-        schedule = self.schedule.scaled(factor)
-        if STRUCTURE_KEY in self.schedule.__dict__:
-            schedule.__dict__[STRUCTURE_KEY] = self.schedule.__dict__[STRUCTURE_KEY]
-        out = PlacedSchedule(schedule, self.platform, self.mapping, self.channel, self.domain)
-        fields = {"schedule", "platform", "mapping", "channel", "domain"}
-        out.__dict__.update({k: v for k, v in self.__dict__.items() if k not in fields})
+        out = self._placing(self.schedule.scaled(factor))
+        out.__dict__.update(self._derived())
         return out
 
     def with_sizes(self, nbytes: np.ndarray) -> "PlacedSchedule":
         """The same placement of the schedule with these sizes (one per transmission, >= 0), keeping only the
         schedule's dependency structure (sizes play no part in it): not a fold, which rests on which sizes
         are equal. A long pipeline's first segments priced for each whole message they start."""
-        schedule = replace(self.schedule, nbytes=np.asarray(nbytes, dtype=np.float64))
-        if STRUCTURE_KEY in self.schedule.__dict__:
-            schedule.__dict__[STRUCTURE_KEY] = self.schedule.__dict__[STRUCTURE_KEY]
-        return PlacedSchedule(schedule, self.platform, self.mapping, self.channel, self.domain)
+        return self._placing(replace(self.schedule, nbytes=np.asarray(nbytes, dtype=np.float64)))
 
     def keep_derived(self, scaled: "PlacedSchedule") -> None:
         """Take back what pricing derived on ``scaled``, a :meth:`scaled` copy of this one (its fold, found
         at a second pricing; the dependency structure), for the next copy."""
-        fields = {"schedule", "platform", "mapping", "channel", "domain"}
-        self.__dict__.update({k: v for k, v in scaled.__dict__.items() if k not in fields})
+        self.__dict__.update(scaled._derived())
         self.keep_structure(scaled)
 
     def keep_structure(self, copy: "PlacedSchedule") -> None:
@@ -128,6 +120,17 @@ class PlacedSchedule:
         :meth:`with_sizes` copy of this one), for the next copy."""
         if STRUCTURE_KEY in copy.schedule.__dict__:
             self.schedule.__dict__[STRUCTURE_KEY] = copy.schedule.__dict__[STRUCTURE_KEY]
+
+    def _placing(self, schedule: Schedule) -> "PlacedSchedule":
+        """``schedule`` (this one's transmissions with other sizes) with this placement and this schedule's
+        dependency structure."""
+        if STRUCTURE_KEY in self.schedule.__dict__:
+            schedule.__dict__[STRUCTURE_KEY] = self.schedule.__dict__[STRUCTURE_KEY]
+        return PlacedSchedule(schedule, self.platform, self.mapping, self.channel, self.domain)
+
+    def _derived(self) -> dict:
+        """What models keep on this placed schedule beside its fields (a fold, the used channels)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _FIELDS}
 
     @functools.cached_property
     def used_channels(self) -> frozenset[int]:
@@ -138,6 +141,9 @@ class PlacedSchedule:
     def channel_names(self) -> list[str]:
         """Names of the platform's channels, by index."""
         return [c.name for c in self.platform.channels]
+
+
+_FIELDS = frozenset(f.name for f in fields(PlacedSchedule))  # its own, not what models keep on it
 
 
 def _one_to_one(a: np.ndarray, b: np.ndarray) -> bool:
