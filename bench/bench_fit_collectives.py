@@ -27,8 +27,12 @@ ranks where they are invariant under that shift (``build_folded``, as
 ``commcost fit`` holds them), built whole and folded at their second
 pricing (``commcost.models.symmetry.placed_fold``), and built whole and
 priced whole (the baseline), each with the time to build, the fit's time,
-the peak memory (tracemalloc, building included) and how far it lands from
-the generating parameters.
+the peak memory (each fit runs in a fresh process: its peak RSS, building
+included; the times are taken without tracemalloc, which slowed the fit
+2x) and how far it lands from the generating parameters: per parameter,
+and along the directions the points identify (the relative error with its
+components along the relative Jacobian's weak singular vectors removed:
+tau-Lop's o and L of a channel are only identified together).
 """
 
 from __future__ import annotations
@@ -115,78 +119,118 @@ SYNTHETIC_TRUTH = {"taulop": {"shm": {"o_s": 0.3e-6, "L_s": 0.5e-6, "G_s_per_byt
                               "ib": {"o_s": 1.0e-6, "L_s": 1.5e-6, "g_s": 0.5e-6, "G_s_per_byte": 0.4e-9}}}
 
 
-def synthetic(max_procs: int, models: tuple[str, ...] = ("hockney", "loggph", "taulop")) -> None:
-    """The synthetic sweep of the module docstring: fitted three ways in the same run."""
-    import tracemalloc
+def _synthetic_labels(max_procs: int) -> list:
+    from commcost.collectives import Collective, find
+
+    cases = [("allreduce", "ring"), ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
+             ("allgather", "ring"), ("allgather", "recursive_doubling"), ("allgather", "neighbor"),
+             ("reduce_scatter", "ring")]
+    labels = []
+    for collective, algorithm in cases:
+        kind = Collective(collective)
+        for nprocs in (p for p in (64, 256, 1024, 2048) if p <= max_procs):
+            for ppn in (1, 4):
+                for whole in (65536, 512 << 10, 1 << 20, 4 << 20, 8 << 20):
+                    nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
+                    labels.append((kind, find(kind, algorithm), nprocs, ppn, nbytes))
+    return labels
+
+
+def _identified_error(price, truth: np.ndarray, fitted: np.ndarray) -> tuple[float, int]:
+    """How far the fit lands from the truth along the directions the points identify: the relative error
+    theta_fit / theta_true - 1 with its components along the weak right singular vectors of the relative
+    Jacobian J_ik = (d T_i / d theta_k) theta_k / T_i removed (singular value under ``CONFOUNDED`` times the
+    largest, as the fit's own report of confounded groups), its largest entry; and how many directions
+    were removed."""
+    from commcost.calibration.fit_summary import CONFOUNDED
+
+    base = price(truth)
+    J = np.empty((len(base), len(truth)))
+    for k in range(len(truth)):
+        up = truth.copy()
+        up[k] *= 1.01
+        J[:, k] = (price(up) - base) / (0.01 * base)
+    _, sv, vt = np.linalg.svd(J, full_matrices=False)
+    weak = vt[sv < CONFOUNDED * sv[0]]
+    rel = fitted / truth - 1
+    return float(np.max(np.abs(rel - weak.T @ (weak @ rel)))), len(weak)
+
+
+def _synthetic_one(max_procs: int, model: str, variant: str) -> dict:
+    """One fit of the synthetic sweep, in a fresh process (its peak RSS is this fit's): build, price from
+    the truth, fit; times without tracemalloc."""
+    import resource
 
     from commcost.calibration.fit_from_collectives import Point, parameter_layout
-    from commcost.collectives import Case, Collective, build, build_folded, find
+    from commcost.collectives import Case, build, build_folded
     from commcost.collectives.recorder import ScheduleTooLarge
     from commcost.models import PlacedSchedule, hockney, loggp
     from commcost.models.symmetry import fold_shift
     from commcost.platform import Mapping
 
     platform, _ = load_platform(ROOT / "examples" / "cluster" / "platform.toml")
-    cases = [("allreduce", "ring"), ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
-             ("allgather", "ring"), ("allgather", "recursive_doubling"), ("allgather", "neighbor"),
-             ("reduce_scatter", "ring")]
-    procs = [p for p in (64, 256, 1024, 2048) if p <= max_procs]
-    labels = []
-    for collective, algorithm in cases:
-        kind = Collective(collective)
-        for nprocs in procs:
-            for ppn in (1, 4):
-                for whole in (65536, 512 << 10, 1 << 20, 4 << 20, 8 << 20):
-                    nbytes = whole // nprocs if kind in (Collective.ALLGATHER, Collective.REDUCE_SCATTER) else whole
-                    labels.append((kind, find(kind, algorithm), nprocs, ppn, nbytes))
-
-    def placed_all(folded_build: bool, domains: bool) -> tuple[list, float, int]:
-        started, out = time.perf_counter(), []
+    labels = _synthetic_labels(max_procs)
+    folded_build, folded = {"built folded": (True, True), "folded at pricing": (False, True),
+                            "whole (baseline)": (False, False)}[variant]
+    if not folded:
+        hockney.placed_fold = loggp.placed_fold = lambda placed, **_: None
+    layout = parameter_layout(model, ["shm", "ib"], platform)
+    truth = np.array([SYNTHETIC_TRUTH[model][unit][name] for unit, name in layout])
+    started, placed = time.perf_counter(), []
+    try:
         for kind, algorithm, nprocs, ppn, nbytes in labels:
             mapping = Mapping.sequential(platform, nprocs, ppn)
             got = build_folded(algorithm, Case(kind, nprocs, nbytes), fold_shift(mapping.node_of_rank)) \
                 if folded_build else None
             where = None if got is None else PlacedSchedule.of_folded(got[0].schedule, got[1], nprocs, platform,
-                                                                      mapping, domains)
-            out.append(where or PlacedSchedule.of(build(algorithm, Case(kind, nprocs, nbytes)).schedule, platform,
-                                                  mapping))
-        return out, time.perf_counter() - started, sum(p.schedule.ntransmissions for p in out)
+                                                                      mapping, model == "taulop")
+            placed.append(where or PlacedSchedule.of(build(algorithm, Case(kind, nprocs, nbytes)).schedule,
+                                                     platform, mapping))
+    except ScheduleTooLarge as refused:
+        return {"refused": str(refused)}
+    built_s = time.perf_counter() - started
+    price = pricer(model, placed, ["shm", "ib"])
+    rows = [Point(k.value, a.name, p, n, t) for (k, a, p, _, n), t in zip(labels, price(truth))]
+    t0 = time.perf_counter()
+    fit = fit_model(model, rows, ["shm", "ib"], price, layout=layout)
+    fit_s = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    worst, removed = _identified_error(price, truth, fit.theta)
+    off = np.abs(fit.theta / truth - 1)
+    return {"built_s": built_s, "held": sum(p.schedule.ntransmissions for p in placed), "fit_s": fit_s,
+            "pricings": fit.pricings, "rss": rss, "identified": worst, "removed": removed,
+            "within": int((off <= 0.05).sum()), "nparams": len(layout),
+            "off": ", ".join(f"{n} of {u} {100 * o:.0f}%" for (u, n), o in zip(layout, off) if o > 0.05),
+            "confounded": "; ".join(fit.confounded) or "none said",
+            "price_error": float(np.max(np.abs(price(fit.theta) / price(truth) - 1)))}
 
-    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 1 and 4 ranks per node on examples/cluster")
-    variants = (("built folded", True, True), ("folded at pricing", False, True), ("whole (baseline)", False, False))
+
+def synthetic(max_procs: int, models: tuple[str, ...] = ("hockney", "loggph", "taulop")) -> None:
+    """The synthetic sweep of the module docstring: each model fitted three ways in the same run, each fit
+    in a fresh process (its peak RSS is the fit's memory, building included)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    labels = _synthetic_labels(max_procs)
+    procs = sorted({label[2] for label in labels})
+    print(f"synthetic sweep: {len(labels)} points, P = {procs}, 1 and 4 ranks per node on examples/cluster; "
+          f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     for model in models:
-        truth_of = SYNTHETIC_TRUTH[model]
-        layout = parameter_layout(model, ["shm", "ib"], platform)
-        truth = np.array([truth_of[unit][name] for unit, name in layout])
-        for name, folded_build, folded in variants:
-            saved = hockney.placed_fold, loggp.placed_fold
-            if not folded:
-                hockney.placed_fold = loggp.placed_fold = lambda placed, **_: None
-            try:
-                tracemalloc.start()
-                try:
-                    placed, built_s, held = placed_all(folded_build, model == "taulop")
-                except ScheduleTooLarge as refused:
-                    tracemalloc.stop()
-                    print(f"  {model:8s} {name:18s} not run: {refused}")
-                    continue
-                price = pricer(model, placed, ["shm", "ib"])
-                rows = [Point(k.value, a.name, p, n, t) for (k, a, p, _, n), t in zip(labels, price(truth))]
-                t0 = time.perf_counter()
-                fit = fit_model(model, rows, ["shm", "ib"], price, layout=layout)
-                seconds = time.perf_counter() - t0
-                peak = tracemalloc.get_traced_memory()[1]
-                tracemalloc.stop()
-            finally:
-                hockney.placed_fold, loggp.placed_fold = saved
-            off = np.abs(fit.theta / truth - 1)
-            far = ", ".join(f"{n} of {unit} {100 * o:.0f}%" for (unit, n), o in zip(layout, off) if o > 0.05)
-            if model == "taulop" and not folded_build:
-                name = "whole, tau-Lop's own fold" if folded else "whole (tau-Lop folds)"
-            print(f"  {model:8s} {name:18s} built {built_s:5.1f} s ({held:,} transmissions held), fit "
-                  f"{seconds:6.1f} s, {fit.pricings} pricings, peak {peak / 2 ** 20:7.1f} MiB; "
-                  f"{len(layout) - far.count('%')} of {len(layout)} parameters within 5% of the truth"
-                  + (f" (off: {far}; confounded: {'; '.join(fit.confounded) or 'none said'})" if far else ""),
+        for variant in ("built folded", "folded at pricing", "whole (baseline)"):
+            with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+                got = pool.submit(_synthetic_one, max_procs, model, variant).result()
+            name = variant
+            if model == "taulop" and variant != "built folded":
+                name = "whole, tau-Lop's own fold" if variant == "folded at pricing" else "whole (tau-Lop folds)"
+            if "refused" in got:
+                print(f"  {model:8s} {name:18s} not run: {got['refused']}", flush=True)
+                continue
+            print(f"  {model:8s} {name:18s} built {got['built_s']:5.1f} s ({got['held']:,} transmissions held), "
+                  f"fit {got['fit_s']:6.1f} s, {got['pricings']} pricings, peak RSS {got['rss'] / 2 ** 20:7.1f} MiB; "
+                  f"{got['within']} of {got['nparams']} parameters within 5% of the truth"
+                  + (f" (off: {got['off']}; confounded: {got['confounded']})" if got["off"] else "")
+                  + f"; along the {got['nparams'] - got['removed']} identified directions within "
+                  f"{100 * got['identified']:.2f}%; every point's price within {100 * got['price_error']:.3f}%",
                   flush=True)
 
 
