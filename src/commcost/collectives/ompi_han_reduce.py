@@ -58,11 +58,11 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.ompi_adapt import ADAPT_REDUCE, adapt_bcast
-from commcost.collectives.ompi_han import (PPN, Call, Part, components, han_segment_bounds, in_steps, levels,
-                                           libnbc_ibcast, low_run, module_params, run, tuned_run)
+from commcost.collectives.ompi_han import (MAX_HAN_SEGMENTS, PPN, Call, Part, components, han_segment_bounds,
+                                           in_steps, levels, libnbc_ibcast, low_run, module_params, run, tuned_run)
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import floor_pof2
-from commcost.collectives.registry import SEGMENTS, Algorithm, find, register
+from commcost.collectives.registry import SEGMENTS, Algorithm, Segmented, find, register
 
 LIBNBC_CHAIN_FRAGMENT = 16384 // 2  # nbc_ireduce.c: the chain's segsize
 LIBNBC_BINOMIAL_BELOW = 65536  # nbc_ireduce.c: binomial when p > 4 or the vector is under this many bytes
@@ -110,7 +110,7 @@ def _ireduce(rec: Recorder, leaders: np.ndarray, nbytes: int, root: int, offset:
 @register(Collective.REDUCE, "ompi", "han",
           "coll/han (Open MPI 5 default on several nodes): segments reduced on each node by tuned, "
           "then between nodes by libnbc's ireduce, overlapping the next segment's low reduce",
-          params=(REDUCE_SEGSIZE, PPN, *REDUCE_MODULES))
+          params=(REDUCE_SEGSIZE, PPN, *REDUCE_MODULES), segmented=Segmented(approximate_from=MAX_HAN_SEGMENTS + 1))
 def han_reduce(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``mca_coll_han_reduce_intra`` (module docstring): low(0); then per segment s, ireduce(s) posted by
     the leaders, low(s + 1), wait (``up`` and ``low``: :func:`_ireduce`, :func:`.ompi_han.low_run`)."""

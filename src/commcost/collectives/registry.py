@@ -54,11 +54,14 @@ class Segmented:
     ``parts`` = 2, a half (split_binary_tree's exchange). Then the
     same algorithm on fewer segments with the same last one (:meth:`SegmentCut.nbytes`), those
     transmissions grown back to the message's size, is the first segments of the schedule and its end
-    (:mod:`commcost.selection.long_pipeline`)."""
+    (:mod:`commcost.selection.long_pipeline`). ``approximate_from``: an algorithm whose steps vary from segment
+    to segment (coll/han's reduce), so that no exact fold holds, and which commcost cannot record whole from
+    that many segments, is priced there by the approximate fold (:func:`.long_pipeline.approximate_statistic_s`)."""
 
     param: str = "segsize"
     part_phases: tuple[str, ...] = ()
     parts: int = 1
+    approximate_from: int = 0  # segments: from this many, with no exact fold, folded approximately (0: never)
 
     def cut(self, params: Mapping[str, int], nbytes: int) -> SegmentCut | None:
         """The cut of ``nbytes`` (at least two segments in each part), or None. With ``parts`` = 2 the message

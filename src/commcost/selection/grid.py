@@ -76,7 +76,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     (:meth:`Model.statistic_s`; ``max``, the last rank's, is the schedule's total): another one prices every
     size on its own, without bounds. A size whose schedule would exceed the recorder's limit on
     transmissions (:func:`commcost.collectives.recorder.transmission_limit`) gets ``inf`` (never picked),
-    and a line saying so is appended to ``refused`` when given. ``element_bytes``: the call's datatype
+    and a line saying so is appended to ``refused`` when given (as is a line beginning
+    :data:`.long_pipeline.APPROXIMATE_NOTE` for a size priced by the approximate fold). ``element_bytes``: the call's datatype
     (:func:`commcost.collectives.registry.in_elements`); over 1, every size is built on its own (no scale
     units, no folded pipelines).
     """
@@ -122,7 +123,7 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         for i in range(len(sizes)):
             if i not in tree_priced:
                 folded = pipeline_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
-                                              root, memo=memo)
+                                              root, memo=memo, notes=refused)
                 if folded is not None:
                     out[i] = folded
                     tree_priced.add(i)
@@ -188,7 +189,8 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
     placed: dict[int, PlacedSchedule] = {}  # each unit placed once; its sizes priced on it scaled
     for m_index, nbytes in enumerate(sizes):
         folded = None if element_bytes > 1 else pipeline_statistic_s(algorithm, values, nprocs, int(nbytes),
-                                                                     platform, mapping, model, root, statistic)
+                                                                     platform, mapping, model, root, statistic,
+                                                                     notes=refused)
         if folded is not None:
             out[m_index] = folded
             continue

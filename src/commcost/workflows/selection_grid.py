@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from commcost.errors import InputError
+from commcost.selection.long_pipeline import APPROXIMATE_NOTE
 from commcost.workflows.select import (HAN_FIRST, algorithm_names, finite_or_none, han_default, make_pricer,
                                       ompi_default_times, predicted_penalty, variables, write_tuning_files)
 
@@ -119,9 +120,10 @@ def select_grid(options: SelectOptions) -> SelectGrid:
     refused: list[str] = []
     price = make_pricer(args, procs, refused)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    if refused and not np.isfinite(result.time_s).any():
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise InputError(f"no candidate could be priced: {refused[0]}{more}; "
+    unpriced = [line for line in refused if not line.startswith(APPROXIMATE_NOTE)]
+    if unpriced and not np.isfinite(result.time_s).any():
+        more = f" (and {len(unpriced) - 1} more)" if len(unpriced) > 1 else ""
+        raise InputError(f"no candidate could be priced: {unpriced[0]}{more}; "
                          "expected fewer ranks or smaller sizes, or a larger --max-transmissions or --max-memory",
                          where="--procs")
     chosen = result.chosen
