@@ -9,7 +9,6 @@ from pathlib import Path
 
 from commcost.cli.options import add_html_option, add_strict_option, write_html
 from commcost.cli.registry import command
-from commcost.selection.long_pipeline import APPROXIMATE_NOTE
 from commcost.workflows.options import from_namespace
 from commcost.workflows.pricing import PAPER004
 from commcost.workflows.selection_grid import SelectGrid, SelectOptions, select_grid
@@ -66,9 +65,10 @@ def _select(args: argparse.Namespace) -> int:
     if args.html:
         write_html(args, _page(args, grid))
     for line in dict.fromkeys(grid.refused):  # on stderr: stdout stays what the format says
-        print(f"commcost: {line}" if line.startswith(APPROXIMATE_NOTE) else
-              f"commcost: not priced (never picked; --max-transmissions or --max-memory raises the limit): "
+        print(f"commcost: not priced (never picked; --max-transmissions or --max-memory raises the limit): "
               f"{line}", file=sys.stderr)
+    for line in dict.fromkeys(grid.approximated):
+        print(f"commcost: {line}", file=sys.stderr)
     if args.format != "table":  # stdout stays machine-readable
         for line in grid.written:
             print(f"commcost: wrote {line}", file=sys.stderr)

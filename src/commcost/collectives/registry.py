@@ -56,7 +56,7 @@ class Segmented:
     transmissions grown back to the message's size, is the first segments of the schedule and its end
     (:mod:`commcost.selection.long_pipeline`). ``approximate_from``: an algorithm whose steps vary from segment
     to segment (coll/han's reduce), so that no exact fold holds, and which commcost cannot record whole from
-    that many segments, is priced there by the approximate fold (:func:`.long_pipeline.approximate_statistic_s`)."""
+    that many segments, is priced there by the approximate fold (:func:`.long_pipeline.pipeline_statistic_s`)."""
 
     param: str = "segsize"
     part_phases: tuple[str, ...] = ()

@@ -54,7 +54,8 @@ class SelectOptions:
 class SelectGrid:
     """A selection over (P, n): the result of :func:`commcost.selection.select.select`, Open MPI's default at
     every point with its predicted time (empty / None for other libraries) and penalty, the titles a report
-    shows, the files written and the candidates the pricer refused to record (one line each)."""
+    shows, the files written, the candidates the pricer refused to record and the sizes it priced by an
+    approximate fold (one line each)."""
 
     collective: Any
     library: str
@@ -70,6 +71,7 @@ class SelectGrid:
     map_png: Any = None
     written: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    approximated: list[str] = field(default_factory=list)
 
     def document(self) -> dict:
         """The JSON document of ``commcost select --format json``: the rules and every point of the grid."""
@@ -117,13 +119,14 @@ def select_grid(options: SelectOptions) -> SelectGrid:
     if not choices:
         raise InputError(f"no {args.library} {collective.value} algorithm matches {args.algorithms!r}",
                          where="--algorithms")
-    refused: list[str] = []
-    price = make_pricer(args, procs, refused)
+    notes: list[str] = []
+    price = make_pricer(args, procs, notes)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    unpriced = [line for line in refused if not line.startswith(APPROXIMATE_NOTE)]
-    if unpriced and not np.isfinite(result.time_s).any():
-        more = f" (and {len(unpriced) - 1} more)" if len(unpriced) > 1 else ""
-        raise InputError(f"no candidate could be priced: {unpriced[0]}{more}; "
+    approximated = [line for line in notes if line.startswith(APPROXIMATE_NOTE)]
+    refused = [line for line in notes if not line.startswith(APPROXIMATE_NOTE)]
+    if refused and not np.isfinite(result.time_s).any():
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise InputError(f"no candidate could be priced: {refused[0]}{more}; "
                          "expected fewer ranks or smaller sizes, or a larger --max-transmissions or --max-memory",
                          where="--procs")
     chosen = result.chosen
@@ -139,4 +142,4 @@ def select_grid(options: SelectOptions) -> SelectGrid:
                            default=default or None, default_title=default_title)
     written = write_tuning_files(args, [result.selection])
     return SelectGrid(collective, args.library, args.model, procs, sizes, result, default, default_s, penalty,
-                      title, default_title, map_png, written, refused)
+                      title, default_title, map_png, written, refused, approximated)
