@@ -196,7 +196,10 @@ def test_tune_html_has_provenance_confidence_fit_quality_selection_and_deploy(tu
     row = re.search(r"<tr><td>bcast\.ompi</td>(.*?)</tr>", text.split("How to choose")[1]).group(1)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
     assert cells[0] == ", ".join(map(str, strategy["folds"])) and cells[-1] == strategy["chosen"]
-    for cell, way in zip(cells[1:5], ("default", "constant", "anchored", "model")):
+    from commcost.selection.strategies import STRATEGIES
+
+    assert STRATEGIES == ("default", "anchored", "constant", "model")  # the table's columns, safest first
+    for cell, way in zip(cells[1:5], STRATEGIES):
         pen = strategy["cv_mean_penalty_pct"].get(way)
         assert cell == ("-" if pen is None else f"{round(pen, 1):g}") or float(cell) == round(pen, 1), (way, cell)
 

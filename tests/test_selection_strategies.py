@@ -31,6 +31,9 @@ def test_a_model_that_ranks_right_is_kept_where_one_algorithm_does_not_win_every
     assert choice.penalties["model"] == pytest.approx(0.0) and choice.penalties["anchored"] == pytest.approx(0.0)
     assert choice.penalties["constant"] > 0 and choice.penalties["default"] > choice.penalties["constant"]
     assert choice.chosen == "anchored"
+    assert set(choice.per_fold["constant"]) == {16, 32, 64}  # each held-out P's figure, whose mean is above
+    assert np.mean(list(choice.per_fold["constant"].values())) == pytest.approx(choice.penalties["constant"])
+    assert choice.to_dict()["cv_penalty_pct_per_fold"]["model"] == {"16": 0.0, "32": 0.0, "64": 0.0}
 
 
 def test_where_nothing_beats_the_default_the_default_is_kept():
@@ -102,3 +105,40 @@ def test_with_one_held_out_p_another_way_must_beat_the_default_by_the_tolerance(
         assert choice.folds == [64] and choice.penalties["default"] == pytest.approx(100 * (default_s - 1))
         assert choice.penalties["anchored"] == pytest.approx(0.0) and choice.chosen == kept
     assert SINGLE_FOLD_MARGIN_PCT == 15.0
+
+
+def test_ways_within_the_tie_tolerance_keep_the_anchored_form_before_the_constant():
+    """a is best at every trained P, so the constant (a) and the anchored form (which also picks a there) score
+    the same in cross-validation; the model ranks wrong. The tie keeps the anchored form: it reproduces the
+    largest trained P's measurements and, past it, follows the model's growth, which here says b overtakes a
+    at 256 ranks (as the truth does); the constant would keep a."""
+    from commcost.selection.strategies import TIE_PCT
+
+    def truth(alg, p, n):
+        return 100.0 + p * (1.0 if alg == "a" else 0.5) if alg == "a" else 150.0 + 0.5 * p
+    measured = table(truth)
+    defaults = {pt: 2 * max(t.values()) for pt, t in measured.items()}
+    times = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
+    choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: times)
+    assert choice.penalties["constant"] == pytest.approx(0.0) and choice.penalties["anchored"] == pytest.approx(0.0)
+    assert choice.chosen == "anchored"
+    picks = strategy_picks(times, ["a", "b"], measured)
+    assert picks["constant"](256, 1024) == "a" and picks["anchored"](256, 1024) == "b"
+    assert TIE_PCT == 1.0
+
+
+def test_with_two_held_out_p_the_margin_over_the_default_shrinks_as_their_square_root():
+    """Two folds across nodes (32, 64): the anchored form is exact there and the default 5 points off at each
+    (under 15 / sqrt(2) = 10.6): the default is kept; 20 points off, the anchored form is."""
+    from commcost.selection.strategies import margin_pct
+
+    def truth(alg, p, n):
+        return 1.0 if (alg == "a") == (p <= 16) else 3.0
+    measured = table(truth)
+    times = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
+    for default_s, kept in ((1.05, "default"), (1.20, "anchored")):
+        defaults = {pt: default_s for pt in measured}
+        choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: times, regime=lambda p: p >= 32)
+        assert choice.folds == [32, 64] and choice.penalties["anchored"] == pytest.approx(0.0)
+        assert choice.chosen == kept
+    assert margin_pct(2) == pytest.approx(15.0 / 2 ** 0.5) and margin_pct(1) == 15.0

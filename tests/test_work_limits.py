@@ -113,3 +113,21 @@ def test_every_rank_to_every_other_is_refused_before_its_arrays_are_built(collec
     with pytest.raises(ScheduleTooLarge) as refused:
         build(algorithm, Case(Collective(collective), 65536, 1 << 20, 0))
     assert "would exceed" in str(refused.value)  # the up-front refusal, not the count after the arrays
+
+
+def test_a_fold_that_lays_out_every_transmission_first_is_refused_before_it_does():
+    """Folded by one node's ranks, a segmented tree reduce records only a node's share of its transmissions,
+    but lays out all of them first: on 1,024 ranks at 16 GiB in 8 KiB segments that is 2.1 G transmissions
+    (over 80 GiB of index arrays), which the share (8.4 M, about the limit) let through until select was
+    killed for memory. The layout is now bounded too, in one line; a ring, which lays out its
+    representatives only, is not."""
+    from commcost.collectives import Case, Collective, find
+    from commcost.collectives.recorder import ScheduleTooLarge
+    from commcost.collectives.registry import build_folded
+
+    reduce = find(Collective.REDUCE, "ompi.in-order_binary")
+    with pytest.raises(ScheduleTooLarge) as refused:
+        build_folded(reduce, Case(Collective.REDUCE, 1024, 16 << 30, 0), 4, {"segsize": 8192})
+    assert "before its fold keeps one node's share" in str(refused.value) and "\n" not in str(refused.value)
+    ring = find(Collective.ALLREDUCE, "ompi.ring")
+    assert build_folded(ring, Case(Collective.ALLREDUCE, 4096, 1 << 20, 0), 4) is not None  # 16.8 M laid out

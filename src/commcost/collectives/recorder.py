@@ -45,6 +45,9 @@ LIMIT_VARIABLE = "COMMCOST_MAX_TRANSMISSIONS"  # the environment variable that s
 # allreduce on 1,024 ranks), rounded up
 BYTES_PER_TRANSMISSION = 320
 BYTES_PER_EDGE = 56  # a dependency edge while built: han's reduce on 1,024 ranks, 13.2 M edges, 0.73 GB of its peak
+# a transmission a builder lays out whole before a fold keeps one node's share of them (index, rank and byte
+# arrays): 40 bytes measured by tracemalloc for the in-order binary reduce on 1,024 ranks (16.8 M), rounded up
+BYTES_PER_BUILT = 48
 MEMORY_VARIABLE = "COMMCOST_MAX_MEMORY"  # the environment variable that bounds a pricing's memory (a size: 1GiB)
 
 
@@ -315,9 +318,21 @@ class Recorder:
             self._taken_before.append(np.stack([ids[:, later].ravel(), ids[:, s.recv_prev[later]].ravel()]))
         return ids
 
-    def reserve(self, count: int, why: str = "") -> None:
+    def reserve(self, count: int, why: str = "", whole: bool = True) -> None:
         """Refuse up front a schedule that will record at least ``count`` more transmissions than the limit
-        allows (before its arrays are built: a segmented pipeline's are segments x edges long)."""
+        allows (before its arrays are built: a segmented pipeline's are segments x edges long). Folded, one
+        node's share of them is recorded, but a builder that lays out all ``count`` first (``whole``; not one
+        that builds the representatives alone) needs them in memory for a while: at :data:`BYTES_PER_BUILT`
+        each, no more than the limit's memory."""
+        if self.fold and whole and count * BYTES_PER_BUILT > self.limit * BYTES_PER_TRANSMISSION:
+            from commcost.units import format_nbytes
+
+            raise ScheduleTooLarge(
+                f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
+                f"{self.case.nprocs:,} ranks would lay out {count:,} transmissions before its fold keeps one "
+                f"node's share (about {format_nbytes(count * BYTES_PER_BUILT)} while built"
+                f"{f'; {why}' if why else ''}); expected fewer ranks, larger segments, a closed-form model, or a "
+                f"larger --max-transmissions or --max-memory")
         if self.fold:  # one node's share of them
             count = count * self.fold // max(self.case.nprocs, 1)
         if self.count + count > self.limit:

@@ -25,7 +25,7 @@ def ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: i
     """P - 1 ring steps, step k named ``name(k)``: rank r sends ``[start[b], stop[b])`` of block
     b = (r + lag - k) mod P to rank r + 1 (``mode``: posted, or one after another; ``combine``: the receiver
     reduces it into its own)."""
-    rec.reserve(p * (p - 1), "a ring of P - 1 steps")  # before its arrays (in fold mode, one node's share)
+    rec.reserve(p * (p - 1), "a ring of P - 1 steps", whole=False)  # before its arrays (folded: one node's share)
     ranks = np.arange(p if rec.fold is None else rec.fold, dtype=np.int64)
     if rec.fold is not None and not shift_periodic(stop - start, rec.fold):
         raise NotFoldable("ring blocks whose sizes do not repeat with the shift")

@@ -166,8 +166,8 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
     ``max_procs`` ranks) keeps for ``collective`` (:mod:`commcost.selection.strategies`: model, anchored,
     best constant or the library's default), the model refitted below each held-out P to the rows it is
     fitted to for the selection (every collective's: ``fits``, shared between collectives); returns it and
-    its pick function at any (P, n) (None: no rule), or (None, None) without two measured process
-    counts."""
+    every way's pick function at any (P, n) (by name; a pick of None: no rule), or (None, None) without two
+    measured process counts."""
     from commcost.io.measurements import read_measurements
     from commcost.selection.select import schedule_pricer
     from commcost.selection.strategies import choose_strategy, strategy_picks
@@ -199,12 +199,16 @@ def strategy_for(measurements: Path, collective, library: str, model: str, platf
         if row.collective == collective.value and (max_procs is None or row.nprocs <= max_procs):
             nodes[row.nprocs] = nodes.get(row.nprocs, False) or (row.nnodes or 1) > 1
     choice = choose_strategy(train, train_defaults, choices, times_below, regime=lambda p: nodes.get(p, False))
-    return choice, strategy_picks(final, choices, train).get(choice.chosen)
+    return choice, strategy_picks(final, choices, train)
 
 
 def strategy_line(strategy) -> str:
     """One line: each way of choosing's mean penalty in cross-validation, and the one kept."""
-    figures = ", ".join(f"{name} {pen:.1f}%" for name, pen in sorted(strategy.penalties.items()))
+    def figure(name: str, pen: float) -> str:
+        folds = strategy.per_fold.get(name, {})
+        each = f" ({', '.join(f'{p}: {v:.1f}%' for p, v in sorted(folds.items()))})" if len(folds) > 1 else ""
+        return f"{name} {pen:.1f}%{each}"
+    figures = ", ".join(figure(name, pen) for name, pen in sorted(strategy.penalties.items()))
     return (f"forward cross-validation over P (held out {', '.join(map(str, strategy.folds))}; mean penalty of "
             f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}")
 
@@ -310,11 +314,14 @@ def evaluate_selection(options: EvaluateOptions) -> Evaluation:
     strategies = {label: result.selection.choice, "Open MPI fixed decision": _ompi_default(options, collective),
                   **_trained_best(options, collective)}
     timed = {"Open MPI default (measured)": measured_default} if measured_default else {}
-    strategy, strategy_pick = cross_validated(options, collective, platform, mapping_of, choices, statistic)
-    if strategy is not None and strategy_pick is not None and measured_default:
-        cv_label = f"commcost, cross-validated ({strategy.chosen})"
-        timed[cv_label] = {pt: (measured_default.get(pt, float("nan")) if (pick := strategy_pick(*pt)) is None
-                                else times.get(pick, float("nan"))) for pt, times in measured.items()}
+    strategy, ways = cross_validated(options, collective, platform, mapping_of, choices, statistic)
+    if strategy is not None and ways and measured_default:
+        def held_out(way):
+            return {pt: (measured_default.get(pt, float("nan")) if (pick := way(*pt)) is None
+                         else times.get(pick, float("nan"))) for pt, times in measured.items()}
+        timed[f"commcost, cross-validated ({strategy.chosen})"] = held_out(ways[strategy.chosen])
+        if "anchored" in ways:  # the one way no other column scores
+            timed["anchored in training rows"] = held_out(ways["anchored"])
     scores = penalties(measured, strategies, timed)
     names = [*strategies, *timed, "best single algorithm"]
     totals = {name: summary(scores, name) for name in names}

@@ -157,12 +157,12 @@ def cross_validated_strategies(args, collectives, platform, rows, whole=None) ->
         # the rules priced as the rows were measured and cross-validation scored them
         args.row_terms[collective.value] = (statistic, most_common(rows, collective, "element_size", 1))
         try:
-            strategy, pick = strategy_for(args.from_measurements, collective, "ompi", "hockney", platform, mapping_of,
+            strategy, ways = strategy_for(args.from_measurements, collective, "ompi", "hockney", platform, mapping_of,
                                           0, statistic, fits=fits)
         except InputError:  # no two forced algorithms measured at one point: nothing to cross-validate
             continue
         if strategy is not None:
-            out[collective.value] = (strategy, pick)
+            out[collective.value] = (strategy, ways.get(strategy.chosen))
             print(f"  {collective.value}: {strategy_line(strategy)}", flush=True)
         print(f"  {collective.value}: rules priced as the rows were measured: the {statistic} over ranks, "
               f"{args.row_terms[collective.value][1]}-byte elements", flush=True)
