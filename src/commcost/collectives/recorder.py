@@ -327,20 +327,23 @@ class Recorder:
         if self.fold and whole and count * BYTES_PER_BUILT > self.limit * BYTES_PER_TRANSMISSION:
             from commcost.units import format_nbytes
 
-            raise ScheduleTooLarge(
-                f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
-                f"{self.case.nprocs:,} ranks would lay out {count:,} transmissions before its fold keeps one "
+            raise self._too_large(
+                f"would lay out {count:,} transmissions before its fold keeps one "
                 f"node's share (about {format_nbytes(count * BYTES_PER_BUILT)} while built"
                 f"{f'; {why}' if why else ''}); expected fewer ranks, larger segments, a closed-form model, or a "
                 f"larger --max-transmissions or --max-memory")
         if self.fold:  # one node's share of them
             count = count * self.fold // max(self.case.nprocs, 1)
         if self.count + count > self.limit:
-            raise ScheduleTooLarge(
-                f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
-                f"{self.case.nprocs:,} ranks would exceed {self.limit:,} transmissions ({_peak(self.limit)}"
+            raise self._too_large(
+                f"would exceed {self.limit:,} transmissions ({_peak(self.limit)}"
                 f"{f'; {why}' if why else ''}); expected fewer ranks, larger segments, a closed-form model, or a "
                 f"larger --max-transmissions or --max-memory")
+
+    def _too_large(self, why: str) -> ScheduleTooLarge:
+        """The refusal of this recording: which collective, size and ranks, then ``why``."""
+        return ScheduleTooLarge(f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes "
+                                f"on {self.case.nprocs:,} ranks {why}")
 
     def _append(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, combine: np.ndarray,
                 phase: np.ndarray | None = None, representatives: bool = False) -> None:
@@ -360,9 +363,8 @@ class Recorder:
             dst = real % self.fold
         self._count += len(src)
         if self._count > self.limit:
-            raise ScheduleTooLarge(
-                f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
-                f"{self.case.nprocs:,} ranks exceeds {self.limit:,} transmissions ({_peak(self.limit)}); "
+            raise self._too_large(
+                f"exceeds {self.limit:,} transmissions ({_peak(self.limit)}); "
                 f"expected fewer ranks, or a closed-form model")
         if len(src):
             self._src.append(src)
@@ -403,9 +405,8 @@ class Recorder:
                 if edges > self.limit * BYTES_PER_TRANSMISSION // BYTES_PER_EDGE:
                     from commcost.units import format_nbytes
 
-                    raise ScheduleTooLarge(
-                        f"the schedule of this {self.case.collective.value} of {self.case.nbytes:,} bytes on "
-                        f"{self.case.nprocs:,} ranks would hold {edges:,} waits between its collectives (about "
+                    raise self._too_large(
+                        f"would hold {edges:,} waits between its collectives (about "
                         f"{format_nbytes(edges * BYTES_PER_EDGE)} while built); expected fewer ranks, or a "
                         f"larger --max-transmissions or --max-memory")
                 i, j = after_own(np.arange(a, b), src[a:b], np.arange(a), src[:a], dst[:a], received)

@@ -78,8 +78,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
     transmissions (:func:`commcost.collectives.recorder.transmission_limit`) gets ``inf`` (never picked),
     and a line saying so is appended to ``refused`` when given (as is a line beginning
     :data:`.long_pipeline.APPROXIMATE_NOTE` for a size priced by the approximate fold).
-    ``element_bytes``: the call's datatype (:func:`commcost.collectives.registry.in_elements`); over 1, every size is built on its own (no scale
-    units, no folded pipelines).
+    ``element_bytes``: the call's datatype (:func:`commcost.collectives.registry.in_elements`); over 1, every
+    size is built on its own (no scale units, no folded pipelines).
     """
     placed_params = on_placement(algorithm, params, mapping.node_of_rank)  # han: ppn from the placement
     if placed_params is None:  # a placement han's schedules do not describe

@@ -125,17 +125,24 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
 
     counts: dict[int, int] = memo.setdefault(("counts", cut.size, cut.last), {}) if memo is not None else {}
 
+    def first(m: int) -> PlacedSchedule:  # the schedule of m full segments, then the last one, placed
+        schedule = build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root), values).schedule
+        return PlacedSchedule.of(schedule, platform, mapping)
+
+    def say(how: str) -> None:
+        if notes is not None:
+            notes.append(f"{APPROXIMATE_NOTE}{algorithm.key} on {nprocs:,} ranks at {nbytes:,} B{how}")
+
     def figure(m: int) -> float:  # m full segments, then the last one
         if m not in seen:
             whole = algorithm.segmented.part_phases  # type: ignore[union-attr]
             if not whole:
-                schedule = build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root), values).schedule
-                counts[m] = schedule.ntransmissions
-                seen[m] = model.statistic_s(PlacedSchedule.of(schedule, platform, mapping), statistic)
+                placed = first(m)
+                counts[m] = placed.schedule.ntransmissions
+                seen[m] = model.statistic_s(placed, statistic)
                 return seen[m]
             if m not in units:
-                units[m] = PlacedSchedule.of(build(algorithm, Case(algorithm.collective, nprocs, cut.nbytes(m), root),
-                                                   values).schedule, platform, mapping)
+                units[m] = first(m)
             unit = units[m]
             # whole-message transmissions: as large as in the whole message
             names = [i for i, name in enumerate(unit.schedule.phase_names) if name in whole]
@@ -153,10 +160,8 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
             step = (figure(2 * m) - figure(m)) / m
         except ScheduleTooLarge:
             return None
-        if notes is not None:
-            notes.append(f"{APPROXIMATE_NOTE}{algorithm.key} on {nprocs:,} ranks at {nbytes:,} B: {nseg:,} segments, "
-                         f"more than commcost records whole; its steps vary, so its step is the mean over segments "
-                         f"{m}..{2 * m} (within {100 * APPROXIMATE_TOLERANCE:g}% of the whole where tested)")
+        say(f": {nseg:,} segments, more than commcost records whole; its steps vary, so its step is the mean over "
+            f"segments {m}..{2 * m} (within {100 * APPROXIMATE_TOLERANCE:g}% of the whole where tested)")
         return figure(2 * m) + (nseg - 1 - 2 * m) * step
     m = FIRST
     try:
@@ -168,11 +173,8 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
             if isinstance(model, TauLop) and m >= DRIFT_FROM:
                 drifting = _drifting_fold(figure, counts, m, nseg)
                 if drifting is not None:
-                    if notes is not None:
-                        notes.append(f"{APPROXIMATE_NOTE}{algorithm.key} on {nprocs:,} ranks at {nbytes:,} B under "
-                                     f"tau-Lop: {nseg:,} segments whose steps drift, folded from segments "
-                                     f"{2 * m}..{4 * m} (within {100 * APPROXIMATE_TOLERANCE:g}% by the drift from "
-                                     f"segments {m}..{2 * m})")
+                    say(f" under tau-Lop: {nseg:,} segments whose steps drift, folded from segments {2 * m}..{4 * m} "
+                        f"(within {100 * APPROXIMATE_TOLERANCE:g}% by the drift from segments {m}..{2 * m})")
                     return drifting
             m *= 2
     except ScheduleTooLarge:  # even its first segments pass the limit: the caller prices it whole (or refuses)

@@ -161,8 +161,7 @@ def choose_strategy(measured: Measured, defaults: Mapping[Point, float], choices
     procs = sorted({p for p, _ in measured})
     target = None if regime is None else regime(procs[-1])
     held = [p for p in procs if p > procs[0] and (regime is None or regime(p) == target)][-folds:]
-    scores: dict[str, list[float]] = {name: [] for name in STRATEGIES}
-    per_fold: dict[str, dict[int, float]] = {name: {} for name in STRATEGIES}
+    per_fold: dict[str, dict[int, float]] = {name: {} for name in STRATEGIES}  # strategy -> held-out P -> %
     folds_run = 0
     for p in held:
         train = {pt: t for pt, t in measured.items() if pt[0] < p}
@@ -177,12 +176,11 @@ def choose_strategy(measured: Measured, defaults: Mapping[Point, float], choices
                 continue
             values = [v for v in values if v == v]
             if values:
-                scores[name].append(float(np.mean(values)))
-                per_fold[name][p] = scores[name][-1]
-    means = {name: float(np.mean(v)) for name, v in scores.items() if v and len(v) == folds_run}
+                per_fold[name][p] = float(np.mean(values))
+    means = {name: float(np.mean(list(v.values()))) for name, v in per_fold.items() if v and len(v) == folds_run}
     least = min(means.values(), default=0.0)
     chosen = min((name for name in means if means[name] <= least + TIE_PCT), key=STRATEGIES.index, default="default")
     if chosen != "default" and "default" in means and means["default"] - means[chosen] < margin_pct(folds_run):
         chosen = "default"  # a gain within what so few samples resolve is not evidence
-    return StrategyChoice(means, held, chosen, {name: len(v) for name, v in scores.items()},
+    return StrategyChoice(means, held, chosen, {name: len(v) for name, v in per_fold.items()},
                           {name: folds for name, folds in per_fold.items() if folds})
