@@ -16,11 +16,23 @@ namespaces, one under Slurm: root, ``ip``, ``tc``, slurmd) also carry the
 ``two_nodes`` mark: the README's test command leaves them out
 (``-m "real_mpi and not two_nodes"``, about 6 minutes of real MPI on 2
 cores), and CI runs them after it (``-m two_nodes``, about 5 minutes).
+
+Hypothesis runs derandomized, without its example database: every run of
+the suite draws the same examples, so a fresh clone and CI see what this
+machine saw. ``COMMCOST_HYPOTHESIS=explore`` draws new examples each run
+(and keeps failing ones in ``.hypothesis/``) to hunt for cases.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+settings.register_profile("repeatable", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile("explore" if os.environ.get("COMMCOST_HYPOTHESIS") == "explore" else "repeatable")
 
 REAL_MPI_MODULES = frozenset({
     "test_arrangement_outputs", "test_calibrate_real_mpi", "test_collective_calibration", "test_map_search",
