@@ -203,3 +203,15 @@ def test_split_binary_tree_chains_cross_node_edges_and_stay_exact():
     split = TauLop(PARAMS)._split(placed)
     assert split.hard and np.any(split.easy) and not np.all(split.easy)
     assert np.allclose(TauLop(PARAMS).end_times(placed), TauLop(PARAMS, fast=False).end_times(placed), rtol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 12), st.integers(1, 60), st.floats(0, 1))
+def test_no_contention_domain_carries_its_bytes_faster_than_its_best_aggregate_pace(seed, nprocs, ntx,
+                                                                                  posted_share):
+    """The largest domain load (its bytes at the channel's least seconds per byte over every concurrency,
+    TauLop.loads_s) never exceeds the price: what branch and bound prunes long pipelines with."""
+    schedule = random_schedule(seed, nprocs, ntx, 3, posted_share)
+    placed = PlacedSchedule.of(schedule, PLATFORM, Mapping.sequential(PLATFORM, nprocs, -(-nprocs // 2)))
+    model = TauLop(PARAMS)
+    assert model.loads_s(placed)[1].max() <= model.price(placed).time_s * (1 + 1e-12)

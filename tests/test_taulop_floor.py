@@ -17,7 +17,7 @@ from commcost.collectives import Case, Collective, algorithms, build, find
 from commcost.io.params_file import load_params
 from commcost.io.platform_file import load_platform
 from commcost.models import PlacedSchedule
-from commcost.models.taulop.floor import law_floor
+from commcost.models.taulop.floor import law_domain_floor, law_floor
 from commcost.models.taulop.model import TauLop
 from commcost.models.taulop.params import TauLopChannel, TauLopParams
 from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
@@ -66,9 +66,20 @@ def test_a_chain_of_lone_transmissions_costs_exactly_its_floor():
     np.testing.assert_allclose(MODEL.price_scaled(placed, factors), by_hand, rtol=1e-9)
 
 
+def test_a_domain_carries_at_most_tau_transmissions_at_their_shared_pace_by_hand():
+    """L(m, tau) = L(m, 1) (1 + (tau - 1) / 2) up to tau_max = 8: tau transmissions together move a byte in
+    (1e-12 + s (1 + (tau - 1) / 2)) / tau seconds at best, least at tau = 8; past it, rows o + tau S with
+    S = L(m, 8) / 8, a byte in 4.5 s / 8 at best, which is less."""
+    law = MODEL.params.law("net", ("net",))
+    assert law_domain_floor(law) == pytest.approx(4.5 * S / 8, rel=1e-9)
+    by_tau = [(1e-12 + S * (1 + SHARE * (t - 1))) / t for t in range(1, 9)]
+    assert law_domain_floor(law) < min(by_tau)
+
+
 def test_concurrent_sends_cost_more_than_their_floor():
     """Three posted sends of m bytes in one domain end at 3||T(m) > T(m); then a zero-byte message waits
-    for the first: the floor is T(m) + T(0), the price 3||T(m) + T(0, 1)."""
+    for the first: the longest path is T(m) + T(0), the domain's load 3 m at its best pace (4.5 s / 8 a
+    byte: more), the price 3||T(m) + T(0, 1)."""
     b = ScheduleBuilder(4)
     b.phase("root posts", SendMode.POSTED)
     for dst in (1, 2, 3):
@@ -77,7 +88,9 @@ def test_concurrent_sends_cost_more_than_their_floor():
     platform, mapping = one_domain(4)
     placed = PlacedSchedule.of(b.build(), platform, mapping)
     lone = O + LAT + 8192.0 * (1e-12 + S)
-    assert MODEL.floor_scaled(placed, np.array([1.0]))[0] == pytest.approx(lone + O + LAT, rel=1e-12)
+    carried = 3 * 8192.0 * 4.5 * S / 8
+    assert carried > lone + O + LAT
+    assert MODEL.floor_scaled(placed, np.array([1.0]))[0] == pytest.approx(carried, rel=1e-9)
     assert MODEL.price_scaled(placed, np.array([1.0]))[0] > 1.5 * lone
 
 
@@ -116,6 +129,8 @@ def test_the_floor_never_exceeds_the_price(collective, scope):
                         factors = np.array([1.0, 7.0])
                         floor, price = model.floor_scaled(placed, factors), model.price_scaled(placed, factors)
                         assert np.all(floor <= price * (1 + 1e-12)), (algorithm.key, nprocs, nbytes, floor, price)
+                        loads = model.loads_s(placed)[1].max()  # domains and receivers, at the size built
+                        assert loads <= price[0] * (1 + 1e-12), (algorithm.key, nprocs, nbytes, loads, price)
                         checked += 1
     assert checked > 0
 
@@ -140,6 +155,7 @@ def test_the_floor_holds_on_the_published_non_monotone_tables(machine):
                 one = np.array([1.0])
                 floor, price = model.floor_scaled(placed, one)[0], model.price_scaled(placed, one)[0]
                 assert 0 < floor <= price * (1 + 1e-12), (name, nprocs, nbytes)
+                assert model.loads_s(placed)[1].max() <= price * (1 + 1e-12), (name, nprocs, nbytes)
 
 
 def test_branch_and_bound_picks_what_pricing_everything_picks():

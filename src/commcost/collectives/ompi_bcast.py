@@ -83,7 +83,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import SEGMENTS, Segmented, register
+from commcost.collectives.registry import CHAINED, SEGMENTS, Segmented, register
 from commcost.collectives.segments import reserved_segment_bounds, segment_bounds
 from commcost.collectives.trees import (
     MAXTREEFANOUT, Tree, build_bmtree, build_chain, build_kmtree, build_tree, to_ranks,
@@ -198,7 +198,7 @@ def chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.BCAST, "ompi", "pipeline", "one pipelined chain through all ranks (build_chain, fanout 1)",
           params=(SEGSIZE,), id=3, scales=_unsegmented, pipelined=True,
-          segmented=SEGMENTS)
+          segmented=CHAINED)
 def pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """``ompi_coll_base_bcast_intra_pipeline``: the generic pipeline over ``build_chain(1)``."""
     _generic(rec, case, build_chain(1, case.nprocs), params["segsize"])

@@ -35,7 +35,7 @@ import numpy as np
 
 from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
-from commcost.collectives.registry import SEGMENTS, Segmented, register, whole_blocks
+from commcost.collectives.registry import CHAINED, SEGMENTS, Segmented, register, whole_blocks
 from commcost.collectives.segments import reserved_segment_bounds
 from commcost.collectives.trees import (Tree, build_chain, build_in_order_bintree, build_in_order_bmtree, build_tree,
                                         to_ranks)
@@ -229,7 +229,7 @@ def reduce_chain(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
 
 @register(Collective.REDUCE, "ompi", "pipeline",
           "segmented reduce along one chain 0 <- 1 <- ... <- P-1 (virtual ranks)", params=(SEGSIZE,), id=3,
-          scales=_unsegmented, segmented=SEGMENTS)
+          scales=_unsegmented, segmented=CHAINED)
 def reduce_pipeline(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's reduce id 3; source ``ompi_coll_base_reduce_intra_pipeline`` (coll_base_reduce.c).
 

@@ -56,12 +56,15 @@ class Segmented:
     transmissions grown back to the message's size, is the first segments of the schedule and its end
     (:mod:`commcost.selection.long_pipeline`). ``approximate_from``: an algorithm whose steps vary from segment
     to segment (coll/han's reduce), so that no exact fold holds, and which commcost cannot record whole from
-    that many segments, is priced there by the approximate fold (:func:`.long_pipeline.pipeline_statistic_s`)."""
+    that many segments, is priced there by the approximate fold (:func:`.long_pipeline.pipeline_statistic_s`).
+    ``chained``: one chain through all ranks (Open MPI's pipeline), whose fill is as long as the chain, priced
+    first from smaller copies of itself (:mod:`commcost.selection.chain_fold`)."""
 
     param: str = "segsize"
     part_phases: tuple[str, ...] = ()
     parts: int = 1
     approximate_from: int = 0  # segments: from this many, with no exact fold, folded approximately (0: never)
+    chained: bool = False
 
     def cut(self, params: Mapping[str, int], nbytes: int) -> SegmentCut | None:
         """The cut of ``nbytes`` (at least two segments in each part), or None. With ``parts`` = 2 the message
@@ -77,6 +80,7 @@ class Segmented:
 
 
 SEGMENTS = Segmented()  # the message in segments of params["segsize"]
+CHAINED = Segmented(chained=True)  # the same, down one chain through all ranks
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,8 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
         for i in range(len(sizes)):
             if i not in tree_priced:
                 folded = pipeline_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
-                                              root, memo=memo, notes=refused)
+                                              root, memo=memo, notes=refused,
+                                              bound=None if bound is None else float(bound[i]))
                 if folded is not None:
                     out[i] = folded
                     tree_priced.add(i)

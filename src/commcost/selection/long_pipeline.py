@@ -25,8 +25,12 @@ f(m + 2) - f(m + 1) is the same and f(2 m) = f(m) + m d, each to 1e-9 of
 the figure; the fold is used only then, and only for S >=
 :data:`FOLD_FROM` (shorter pipelines are priced whole, as are those where
 no m passes; under tau-Lop, whose channels are shared, those with a
-whole-message transmission: in-order binary's send to the root met the
-drain differently, 2e-6 off at 12 ranks). Why the checks are what matters: under the path-priced
+whole-message transmission have no exact fold: in-order binary's send to the
+root met the drain differently, 2e-6 off at 12 ranks, and past
+:data:`WHOLE_BUDGET` they take the drifting fold below). Open MPI's pipeline,
+one chain through all ranks, is first folded along a ray from smaller copies
+of itself (:mod:`commcost.selection.chain_fold`): its fill is as long as the
+chain. Why the checks are what matters: under the path-priced
 models (:mod:`commcost.models.dependency_timeline`) a rank's end is mostly
 a longest path through the segments' waits, a maximum of terms affine in m
 (a path through k alike segments adds k times that segment's step), convex
@@ -53,7 +57,11 @@ on 64 ranks: 300.5 us give or take 0.5) and no exact fold passes. Past
 :data:`WHOLE_BUDGET` transmissions, from m = :data:`DRIFT_FROM` on, the step is
 the mean over segments 2m..4m where it moved so little from the mean over
 m..2m that as large a change again over the remaining segments stays within
-:data:`APPROXIMATE_TOLERANCE` of the figure; said in the caller's notes.
+:data:`APPROXIMATE_TOLERANCE` of the figure; said in the caller's notes. That
+check is a rule of thumb, not a bound: on 64 ranks the mean over ranks of the
+split binary tree's fold was 3.4e-3 off the whole where it had said 4.5e-3,
+and from m = 32 it would have been 8.7e-3 off where it said 3.1e-3 (why
+:data:`DRIFT_FROM` is 64).
 
 *The approximate fold* (:data:`Segmented.approximate_from`, coll/han's
 reduce only). Where the steps vary from segment to segment, so that no m
@@ -75,6 +83,8 @@ tau-Lop: there the leaders' shared channels still drift at 512 segments
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
@@ -82,6 +92,7 @@ from commcost.collectives.recorder import ScheduleTooLarge
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Mapping, Platform
+from commcost.selection.chain_fold import ray_statistic_s
 
 APPROXIMATE_NOTE = "priced approximately: "  # how a note of the approximate fold begins (a caller's notes)
 FOLD_FROM = 256  # segments: a pipeline with fewer is priced whole
@@ -97,7 +108,7 @@ WHOLE_BUDGET = 1_000_000  # transmissions: under tau-Lop a longer pipeline that 
 def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, nbytes: int,
                          platform: Platform, mapping: Mapping, model: Model, root: int = 0,
                          statistic: str = "max", memo: dict | None = None,
-                         notes: list[str] | None = None) -> float | None:
+                         notes: list[str] | None = None, bound: float | None = None) -> float | None:
     """``statistic`` over ranks (:meth:`Model.statistic_s`: the last rank's end, the mean, the least or rank
     0's) for ``algorithm`` on ``nprocs`` ranks and ``nbytes``, folded from its first segments (module
     docstring); None where the algorithm is not alike segments repeated, has fewer than :data:`FOLD_FROM`
@@ -107,13 +118,15 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     last one: every power of two past the segment) share their first segments, so a sweep to 1 TiB builds
     them once, not once per size. An algorithm folded only approximately (:data:`Segmented.approximate_from`):
     None below that many segments (priced whole), else the approximate fold, and a line saying so appended
-    to ``notes``."""
+    to ``notes``. ``bound`` (the last rank's end only; seconds): ``inf`` where a lower bound of the price
+    already reaches it (:func:`_domain_floor_s`), as branch and bound asks."""
     cut = algorithm.segment_cut(values, nbytes)
     approximate = algorithm.segmented.approximate_from if cut is not None else 0  # type: ignore[union-attr]
     if cut is None or cut.count < max(FOLD_FROM, approximate, 4 * APPROXIMATE_SPAN if approximate else 0):
         return None
-    if algorithm.segmented.part_phases and isinstance(model, TauLop):  # type: ignore[union-attr]
-        return None  # shared channels: a whole-message transmission meets the drain (2e-6 off at 12 ranks)
+    # under tau-Lop's shared channels a whole-message transmission meets the drain (2e-6 off at 12 ranks): no
+    # exact fold, only the drifting one (past WHOLE_BUDGET transmissions)
+    exact = not (algorithm.segmented.part_phases and isinstance(model, TauLop))  # type: ignore[union-attr]
     nseg = cut.count
     shared = not algorithm.segmented.part_phases  # type: ignore[union-attr]  # else the figures depend on nseg
     seen: dict[int, float] = memo.setdefault((cut.size, cut.last), {}) if memo is not None and shared else {}
@@ -133,24 +146,40 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
         if notes is not None:
             notes.append(f"{APPROXIMATE_NOTE}{algorithm.key} on {nprocs:,} ranks at {nbytes:,} B{how}")
 
-    def figure(m: int) -> float:  # m full segments, then the last one
+    whole = algorithm.segmented.part_phases  # type: ignore[union-attr]
+    fresh: dict[int, PlacedSchedule] = {}  # built for the floor below, then priced by figure
+
+    def placed_at(m: int) -> PlacedSchedule:  # m full segments, then the last one
+        if not whole:
+            return fresh.pop(m) if m in fresh else first(m)
+        if m not in units:
+            units[m] = first(m)
+        unit = units[m]
+        # whole-message transmissions: as large as in the whole message
+        names = [i for i, name in enumerate(unit.schedule.phase_names) if name in whole]
+        grown = unit.schedule.nbytes + np.isin(unit.schedule.phase, names) * float((nseg - 1 - m) * cut.size)
+        return unit.with_sizes(grown)
+
+    def figure(m: int) -> float:
         if m not in seen:
-            whole = algorithm.segmented.part_phases  # type: ignore[union-attr]
-            if not whole:
-                placed = first(m)
-                counts[m] = placed.schedule.ntransmissions
-                seen[m] = model.statistic_s(placed, statistic)
-                return seen[m]
-            if m not in units:
-                units[m] = first(m)
-            unit = units[m]
-            # whole-message transmissions: as large as in the whole message
-            names = [i for i, name in enumerate(unit.schedule.phase_names) if name in whole]
-            grown = unit.schedule.nbytes + np.isin(unit.schedule.phase, names) * float((nseg - 1 - m) * cut.size)
-            one = unit.with_sizes(grown)
-            seen[m] = model.statistic_s(one, statistic)
-            unit.keep_structure(one)
+            placed = placed_at(m)
+            counts[m] = placed.schedule.ntransmissions
+            seen[m] = model.statistic_s(placed, statistic)
+            if whole:
+                units[m].keep_structure(placed)
         return seen[m]
+
+    if bound is not None and statistic == "max" and hasattr(model, "loads_s"):
+        try:
+            if _domain_floor_s(model, placed_at, fresh, None if whole else memo, cut, nseg) >= bound:
+                return math.inf
+        except ScheduleTooLarge:
+            return None
+    if algorithm.segmented.chained:  # type: ignore[union-attr]  # its fill as long as its chains: a smaller copy
+        along_ray = ray_statistic_s(algorithm, values, nprocs, cut, platform, mapping, model, root, statistic,
+                                    RTOL, memo)
+        if along_ray is not None:
+            return along_ray
 
     if approximate:
         if isinstance(model, TauLop):
@@ -166,8 +195,8 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     m = FIRST
     try:
         while 4 * m <= nseg - 1:
-            step = figure(m + 1) - figure(m)
-            if abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
+            step = figure(m + 1) - figure(m) if exact else 0.0
+            if exact and abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
                     and abs(figure(2 * m) - (figure(m) + m * step)) <= RTOL * figure(2 * m):
                 return figure(m) + (nseg - 1 - m) * step
             if isinstance(model, TauLop) and m >= DRIFT_FROM:
@@ -199,3 +228,25 @@ def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int) -> float |
     step = (figure(4 * m) - figure(2 * m)) / (2 * m)
     estimate = figure(4 * m) + (nseg - 1 - 4 * m) * step
     return estimate if abs(step - before) * (nseg - 1 - 4 * m) <= APPROXIMATE_TOLERANCE * estimate else None
+
+
+def _domain_floor_s(model, placed_at, fresh: dict, memo: dict | None, cut, nseg: int) -> float:
+    """A lower bound of the whole pipeline's last end under a model whose contention domains carry at most so
+    many bytes a second (tau-Lop: :meth:`TauLop.loads_s`): each domain's least seconds for m =
+    :data:`FIRST` and m + 1 full segments, a and b, grow by b - a per segment (alike segments add the same
+    transmissions), so the whole takes at least max over domains of a + (S - 1 - m) (b - a). The two
+    schedules are kept in ``fresh`` for the fold to price; the loads in ``memo`` for sizes cut alike."""
+    key = ("loads", cut.size, cut.last)
+    loads = memo.get(key) if memo is not None else None
+    if loads is None:
+        loads = []
+        for m in (FIRST, FIRST + 1):
+            placed = placed_at(m)
+            fresh[m] = placed
+            loads.append(model.loads_s(placed))
+        if memo is not None:
+            memo[key] = loads
+    (keys, a), (more, b) = loads
+    if not np.array_equal(keys, more):
+        return 0.0
+    return float(np.max(a + (nseg - 1 - FIRST) * (b - a)))

@@ -14,7 +14,7 @@ from commcost.models.dependency_timeline import receives_alone
 from commcost.models.symmetry import MIN_TRANSMISSIONS, Fold, node_period, rank_shift_fold
 from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies
 from commcost.models.taulop.dependency_sweep import sweep_dependencies
-from commcost.models.taulop.floor import floor_times
+from commcost.models.taulop.floor import domain_loads_s, floor_times, receiver_loads_s
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
 from commcost.models.taulop.jobs import PhaseJobs, build_jobs
 from commcost.models.taulop.params import TauLopParams, TransmissionLaw
@@ -278,12 +278,43 @@ class TauLop(Model):
 
     def floor_scaled(self, placed: PlacedSchedule, factors: np.ndarray) -> np.ndarray:
         """A lower bound of :meth:`price_scaled` for a dependency schedule, at each factor, from one pass
-        over its waits (:mod:`.floor`): what branch and bound compares with the best time so far before
-        running the event engine."""
+        over its waits and the largest contention domain's load (:mod:`.floor`): what branch and bound
+        compares with the best time so far before running the event engine."""
         s = placed.schedule
         if not s.has_dependencies:
             raise ValueError("floors are for dependency schedules; a phased schedule is priced in full")
-        return floor_times(self.laws_for(placed), placed.channel, s.nbytes, s.src, s.after_ptr, s.after_idx, factors)
+        laws = self.laws_for(placed)
+        path = floor_times(laws, placed.channel, s.nbytes, s.src, s.after_ptr, s.after_idx, factors)
+        carried = domain_loads_s(laws, placed.channel, placed.domain, s.nbytes)[1].max() * np.asarray(factors)
+        taken = [float(self._receiver_loads_s(placed, float(f)).max()) for f in np.asarray(factors).tolist()]
+        return np.maximum(np.maximum(path, carried), taken)
+
+    def loads_s(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, seconds): what each contention domain's bytes take at least at its best aggregate pace (keys
+        >= 0: the domains) and what each rank's receptions take at least (keys -1 - rank), :mod:`.floor`;
+        the largest is a lower bound of the price of a dependency schedule."""
+        keys, carried = domain_loads_s(self.laws_for(placed), placed.channel, placed.domain, placed.schedule.nbytes)
+        taken = self._receiver_loads_s(placed, 1.0)
+        return np.r_[-1 - np.arange(len(taken))[::-1], keys], np.r_[taken[::-1], carried]
+
+    def _receiver_loads_s(self, placed: PlacedSchedule, factor: float) -> np.ndarray:
+        """:func:`.floor.receiver_loads_s` with every size times ``factor`` (holds and reductions at each
+        distinct channel and size, then summed per receiver)."""
+        s = placed.schedule
+        if s.ntransmissions == 0:
+            return np.zeros(s.nprocs)
+        sizes, at = np.unique(s.nbytes, return_inverse=True)
+        hold = None
+        if _queues_matter(s):
+            hold_law = self._hold_law(placed.platform)
+            hold = np.zeros(s.ntransmissions)
+            for c in np.unique(placed.channel).tolist():
+                mine = placed.channel == c
+                hold[mine] = hold_law(np.full(len(sizes), c), sizes * factor)[at[mine]]
+        service = None
+        if self.reduction is not None and s.combine.any():
+            service = np.where(s.combine, self.reduction.times(sizes * factor)[at], 0.0)
+        return receiver_loads_s(s.dst, s.nprocs, hold, service)
 
     def formula(self, placed: PlacedSchedule) -> tuple[algebra.Sum, list[algebra.Sum]]:
         """The paper's cost expression: the whole schedule (A1-merged) and each phase."""
