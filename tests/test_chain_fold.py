@@ -101,8 +101,8 @@ def test_a_placement_that_is_not_alike_nodes_is_not_folded_along_a_ray():
 def test_a_long_pipeline_on_1024_ranks_is_priced_from_its_copies(monkeypatch):
     """The case of the issue: 512 MiB in 8 KiB segments (65,536) down 1,024 ranks under tau-Lop, which the fold
     in segments priced from first segments of 2,048 to 4,096 on all 1,024 ranks (millions of transmissions
-    each). Priced from copies of at most 64 ranks, none on 1,024; the same as the ray to M and 2 M segments
-    and the step."""
+    each). Priced from copies of at most 64 ranks, on 1,024 only the first fold tried; the same as the ray to
+    M and 2 M segments and the step."""
     algorithm = PIPELINES[0]
     model = MODELS["taulop"](PARAMS.for_model("taulop"))
     values = algorithm.resolve_params({"segsize": 8192})
@@ -110,7 +110,7 @@ def test_a_long_pipeline_on_1024_ranks_is_priced_from_its_copies(monkeypatch):
     memo: dict = {}
     got = pipeline_statistic_s(algorithm, values, 1024, 512 << 20, PLATFORM, mapping, model, memo=memo)
     assert max(ranks for ranks, _ in memo[("ray", 8192, 8192)]) == 64
-    assert not memo.get((8192, 8192))  # no first segments on all ranks
+    assert max(memo[(8192, 8192)]) <= 64  # on all ranks only the first fold tried (32 to 34, 64 segments)
     monkeypatch.setattr(chain_fold, "RAY_BUDGET", 100_000)
     cut = algorithm.segment_cut(values, 512 << 20)
     stepped = ray_statistic_s(algorithm, values, 1024, cut, PLATFORM, mapping, model, 0, "max", RTOL)

@@ -313,3 +313,20 @@ def test_the_domain_floor_never_prunes_a_pipeline_faster_than_the_bound(algorith
     if algorithm.collective is Collective.BCAST and algorithm.key in ("ompi.binomial", "ompi.binary_tree"):
         pruned = pipeline_statistic_s(algorithm, values, 24, nbytes, PLATFORM, mapping, model, bound=whole / 10)
         assert pruned == np.inf
+
+
+def test_the_notes_of_approximate_folds_are_said_once_per_algorithm():
+    """A select to 1 TiB folds an algorithm approximately at dozens of sizes (and segment sizes): one line
+    each was 62 lines on stderr; now one per algorithm and process count, with how many sizes, the range, and
+    how at the largest; other lines as they were."""
+    from commcost.selection.long_pipeline import summarize_notes
+
+    def note(key, nbytes, nseg):
+        return (f"{APPROXIMATE_NOTE}{key} on 1,024 ranks at {nbytes:,} B under tau-Lop: {nseg:,} segments whose "
+                "steps drift")
+    lines = [note("ompi.chain", 1 << k, 1 << (k - 13)) for k in (27, 28, 29)]
+    lines += [note("ompi.chain", 1 << 28, 1 << 13), "ompi.x on 4 ranks: refused", note("ompi.binomial", 1 << 30, 8)]
+    said = summarize_notes(lines + lines[:1])
+    assert said == [f"{APPROXIMATE_NOTE}ompi.chain on 1,024 ranks at 3 sizes, 134,217,728 to 536,870,912 B; at "
+                    "536,870,912 B under tau-Lop: 65,536 segments whose steps drift",
+                    "ompi.x on 4 ranks: refused", note("ompi.binomial", 1 << 30, 8)]

@@ -84,6 +84,7 @@ tau-Lop: there the leaders' shared channels still drift at 512 segments
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -175,12 +176,6 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
                 return math.inf
         except ScheduleTooLarge:
             return None
-    if algorithm.segmented.chained:  # type: ignore[union-attr]  # its fill as long as its chains: a smaller copy
-        along_ray = ray_statistic_s(algorithm, values, nprocs, cut, platform, mapping, model, root, statistic,
-                                    RTOL, memo)
-        if along_ray is not None:
-            return along_ray
-
     if approximate:
         if isinstance(model, TauLop):
             return None  # its shared channels drift past the segments the fold reads (module docstring)
@@ -199,6 +194,13 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
             if exact and abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
                     and abs(figure(2 * m) - (figure(m) + m * step)) <= RTOL * figure(2 * m):
                 return figure(m) + (nseg - 1 - m) * step
+            if m == FIRST and algorithm.segmented.chained:  # type: ignore[union-attr]
+                # its fill as long as its chain: from smaller copies of itself (under Hockney the first m
+                # passes: 0.1 s; under tau-Lop the steps settle past 2 P segments)
+                along_ray = ray_statistic_s(algorithm, values, nprocs, cut, platform, mapping, model, root,
+                                            statistic, RTOL, memo)
+                if along_ray is not None:
+                    return along_ray
             if isinstance(model, TauLop) and m >= DRIFT_FROM:
                 drifting = _drifting_fold(figure, counts, m, nseg)
                 if drifting is not None:
@@ -250,3 +252,33 @@ def _domain_floor_s(model, placed_at, fresh: dict, memo: dict | None, cut, nseg:
     if not np.array_equal(keys, more):
         return 0.0
     return float(np.max(a + (nseg - 1 - FIRST) * (b - a)))
+
+
+def summarize_notes(lines: list[str]) -> list[str]:
+    """The notes of approximate folds (:data:`APPROXIMATE_NOTE` lines), one per algorithm and process count:
+    a sweep to 1 TiB folds one algorithm approximately at dozens of sizes, said once with how many, from
+    which to which, and how at the largest. Other lines are kept as they are, in order."""
+    pattern = re.compile(re.escape(APPROXIMATE_NOTE) + r"(\S+) on ([\d,]+) ranks at ([\d,]+) B(.*)$")
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    out: list[str | tuple[str, str]] = []
+    for line in dict.fromkeys(lines):
+        found = pattern.match(line)
+        if found is None:
+            out.append(line)
+            continue
+        key = (found.group(1), found.group(2))
+        if key not in groups:
+            groups[key] = []
+            out.append(key)
+        groups[key].append((int(found.group(3).replace(",", "")), found.group(4)))
+    said = []
+    for item in out:
+        if isinstance(item, str):
+            said.append(item)
+            continue
+        sizes = sorted(groups[item])
+        (low, _), (high, how) = sizes[0], sizes[-1]
+        count = len({n for n, _ in sizes})  # (a size once, whatever the segment sizes tried at it)
+        where = f"{high:,} B" if count == 1 else f"{count} sizes, {low:,} to {high:,} B; at {high:,} B"
+        said.append(f"{APPROXIMATE_NOTE}{item[0]} on {item[1]} ranks at {where}{how}")
+    return said

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from commcost.errors import InputError
-from commcost.selection.long_pipeline import APPROXIMATE_NOTE
+from commcost.selection.long_pipeline import APPROXIMATE_NOTE, summarize_notes
 from commcost.workflows.select import (HAN_FIRST, algorithm_names, finite_or_none, han_default, make_pricer,
                                       ompi_default_times, predicted_penalty, variables, write_tuning_files)
 
@@ -122,7 +122,7 @@ def select_grid(options: SelectOptions) -> SelectGrid:
     notes: list[str] = []
     price = make_pricer(args, procs, notes)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    approximated = [line for line in notes if line.startswith(APPROXIMATE_NOTE)]
+    approximated = summarize_notes([line for line in notes if line.startswith(APPROXIMATE_NOTE)])
     refused = [line for line in notes if not line.startswith(APPROXIMATE_NOTE)]
     if refused and not np.isfinite(result.time_s).any():
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
