@@ -56,6 +56,7 @@ from commcost.collectives import Algorithm, Case, build
 from commcost.collectives.recorder import ScheduleTooLarge
 from commcost.collectives.registry import SegmentCut
 from commcost.models import Model, PlacedSchedule
+from commcost.models.symmetry import node_period
 from commcost.platform import Mapping, Platform
 
 RAY = (1, 2, 4, 8)  # the copies read along the ray: t P1 ranks, t m1 segments
@@ -72,7 +73,7 @@ def alike_nodes(platform: Platform, mapping: Mapping) -> int | None:
     nprocs = len(node)
     if nprocs < 2:
         return None
-    q = int(np.count_nonzero(node == node[0]))
+    q = node_period(node)
     if nprocs % q or not np.array_equal(node - node[0], np.arange(nprocs) // q):
         return None
     if np.any(mapping.kind != mapping.kind[0]) or np.any(mapping.cores != mapping.cores[0]):

@@ -120,7 +120,7 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     them once, not once per size. An algorithm folded only approximately (:data:`Segmented.approximate_from`):
     None below that many segments (priced whole), else the approximate fold, and a line saying so appended
     to ``notes``. ``bound`` (the last rank's end only; seconds): ``inf`` where a lower bound of the price
-    already reaches it (:func:`_domain_floor_s`), as branch and bound asks."""
+    already reaches it (:func:`_load_floor_s`), as branch and bound asks."""
     cut = algorithm.segment_cut(values, nbytes)
     approximate = algorithm.segmented.approximate_from if cut is not None else 0  # type: ignore[union-attr]
     if cut is None or cut.count < max(FOLD_FROM, approximate, 4 * APPROXIMATE_SPAN if approximate else 0):
@@ -172,7 +172,7 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
 
     if bound is not None and statistic == "max" and hasattr(model, "loads_s"):
         try:
-            if _domain_floor_s(model, placed_at, fresh, None if whole else memo, cut, nseg) >= bound:
+            if _load_floor_s(model, placed_at, fresh, None if whole else memo, cut, nseg) >= bound:
                 return math.inf
         except ScheduleTooLarge:
             return None
@@ -237,11 +237,12 @@ def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int,
     return estimate if abs(step - before) * (nseg - 1 - 4 * m) <= tolerance * estimate else None
 
 
-def _domain_floor_s(model, placed_at, fresh: dict, memo: dict | None, cut, nseg: int) -> float:
+def _load_floor_s(model, placed_at, fresh: dict, memo: dict | None, cut, nseg: int) -> float:
     """A lower bound of the whole pipeline's last end under a model whose contention domains carry at most so
-    many bytes a second (tau-Lop: :meth:`TauLop.loads_s`): each domain's least seconds for m =
-    :data:`FIRST` and m + 1 full segments, a and b, grow by b - a per segment (alike segments add the same
-    transmissions), so the whole takes at least max over domains of a + (S - 1 - m) (b - a). The two
+    many bytes a second and whose receivers take one message at a time (tau-Lop: :meth:`TauLop.loads_s`):
+    each domain's and receiver's least seconds for m = :data:`FIRST` and m + 1 full segments, a and b, grow
+    by b - a per segment (alike segments add the same transmissions), so the whole takes at least max over
+    them of a + (S - 1 - m) (b - a). The two
     schedules are kept in ``fresh`` for the fold to price; the loads in ``memo`` for sizes cut alike."""
     key = ("loads", cut.size, cut.last)
     loads = memo.get(key) if memo is not None else None

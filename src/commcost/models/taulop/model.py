@@ -278,8 +278,8 @@ class TauLop(Model):
 
     def floor_scaled(self, placed: PlacedSchedule, factors: np.ndarray) -> np.ndarray:
         """A lower bound of :meth:`price_scaled` for a dependency schedule, at each factor, from one pass
-        over its waits and the largest contention domain's load (:mod:`.floor`): what branch and bound
-        compares with the best time so far before running the event engine."""
+        over its waits, the largest contention domain's load and the busiest receiver's (:mod:`.floor`): what
+        branch and bound compares with the best time so far before running the event engine."""
         s = placed.schedule
         if not s.has_dependencies:
             raise ValueError("floors are for dependency schedules; a phased schedule is priced in full")
@@ -295,7 +295,7 @@ class TauLop(Model):
         the largest is a lower bound of the price of a dependency schedule."""
         keys, carried = domain_loads_s(self.laws_for(placed), placed.channel, placed.domain, placed.schedule.nbytes)
         taken = self._receiver_loads_s(placed, 1.0)
-        return np.r_[-1 - np.arange(len(taken))[::-1], keys], np.r_[taken[::-1], carried]
+        return np.r_[-1 - np.arange(len(taken)), keys], np.r_[taken, carried]
 
     def _receiver_loads_s(self, placed: PlacedSchedule, factor: float) -> np.ndarray:
         """:func:`.floor.receiver_loads_s` with every size times ``factor`` (holds and reductions at each
