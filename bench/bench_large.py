@@ -21,7 +21,9 @@ transmission limit) and, beside it, built whole and priced transmission by
 transmission where that stays under 2.2 million transmissions; seconds,
 peak MiB of Python's allocations, the ratio of the times and the relative
 difference of the prices ("refused": past the transmission limit, never
-picked by a select; "-": not run whole).
+picked by a select; "-": not run whole). ``--model taulop`` (or loggph): under
+that model instead of Hockney (select's default is tau-Lop); ``--no-whole``:
+select's pricing only, without the whole schedules beside it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from commcost.io.platform_file import load_platform
 from commcost.models import MODELS, PlacedSchedule
 from commcost.platform import Mapping
 from commcost.selection.grid import price_sizes
-from commcost.selection.long_pipeline import pipeline_statistic_s
+from commcost.selection.long_pipeline import APPROXIMATE_NOTE, pipeline_statistic_s
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 WHOLE_UP_TO = 2_200_000  # transmissions: the whole schedule is built beside the fold up to this many
@@ -59,14 +61,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--every", action="store_true", help="every algorithm, as select prices it")
     parser.add_argument("--procs", type=int, nargs="+", help="these process counts instead")
+    parser.add_argument("--model", default="hockney", choices=sorted(MODELS), help="the model (default hockney)")
+    parser.add_argument("--no-whole", action="store_true", help="--every without the whole schedules beside it")
     args = parser.parse_args()
     platform = load_platform(EX / "cluster" / "platform.toml")[0]
-    model = MODELS["hockney"](load_params(EX / "params" / "illustrative.toml").for_model("hockney"))
+    model = MODELS[args.model](load_params(EX / "params" / "illustrative.toml").for_model(args.model))
     procs = (1024,) if args.quick else (1024, 65536)
     sizes = [1 << 20, 64 << 20] + ([] if args.quick else [1 << 30])
     procs = tuple(args.procs) if args.procs else procs
     if args.every:
-        every(platform, model, procs, sizes)
+        every(platform, model, procs, sizes, whole=not args.no_whole)
         return
     chosen = [a for c in (Collective.BCAST, Collective.REDUCE, Collective.ALLREDUCE) for a in algorithms(c)
               if a.segmented is not None]
@@ -96,10 +100,11 @@ def main() -> None:
                 print(f"{name:28s} {nprocs:6d} {nbytes >> 20:5d}M {segs:6d} {fold:>16s}{rest}", flush=True)
 
 
-def every(platform, model, procs, sizes) -> None:
-    """Every algorithm as ``select`` prices it, beside the whole schedule priced one transmission at a time."""
-    print(f"{'algorithm':42s} {'P':>6s} {'size':>6s} {'select s':>9s} {'MiB':>7s} {'whole s':>8s} {'MiB':>7s} "
-          f"{'ratio':>7s} {'rel diff':>9s}")
+def every(platform, model, procs, sizes, whole: bool = True) -> None:
+    """Every algorithm as ``select`` prices it (its price in seconds), beside the whole schedule priced one
+    transmission at a time where ``whole``."""
+    print(f"{'algorithm':42s} {'P':>6s} {'size':>6s} {'price s':>10s} {'select s':>9s} {'MiB':>7s} {'whole s':>8s} "
+          f"{'MiB':>7s} {'ratio':>7s} {'rel diff':>9s}")
     for nprocs in procs:
         ppn = 4 if nprocs <= 8192 else 32
         mapping = Mapping.sequential(platform, nprocs, ppn)
@@ -119,9 +124,10 @@ def every(platform, model, procs, sizes) -> None:
                         refused: list[str] = []
                         (price,), sel_s, sel_mib = _measure(lambda: price_sizes(
                             algorithm, dict(given), nprocs, [nbytes], platform, mapping, model, refused=refused))
-                        selected = "refused" if refused else f"{sel_s:9.2f} {sel_mib:7.0f}"
+                        refused = [line for line in refused if not line.startswith(APPROXIMATE_NOTE)]
+                        selected = "refused" if refused else f"{price:10.4g} {sel_s:9.2f} {sel_mib:7.0f}"
                         rest = ""
-                        if not refused and _whole_fits(algorithm, values, nprocs, nbytes):
+                        if whole and not refused and _whole_fits(algorithm, values, nprocs, nbytes):
                             try:
                                 whole, whole_s, whole_mib = _measure(lambda: model.total_time_s(PlacedSchedule.of(
                                     build(algorithm, Case(collective, nprocs, nbytes, 0), values).schedule, platform,
@@ -132,7 +138,7 @@ def every(platform, model, procs, sizes) -> None:
                             else:
                                 rest = (f" {whole_s:8.2f} {whole_mib:7.0f} {whole_s / max(sel_s, 1e-9):6.1f}x "
                                         f"{abs(price - whole) / whole:9.1e}")
-                        print(f"{label:42s} {nprocs:6d} {nbytes >> 20:5d}M {selected:>17s}{rest}", flush=True)
+                        print(f"{label:42s} {nprocs:6d} {nbytes >> 20:5d}M {selected:>28s}{rest}", flush=True)
 
 
 def _whole_fits(algorithm, values, nprocs: int, nbytes: int) -> bool:

@@ -116,6 +116,13 @@ def test_node_contention_gives_one_domain_per_sending_node(tmp_path):
     (("levels = [\"cluster\", \"site\"]", "levels = [\"cluster\", \"site\""), "line 5: not valid TOML"),
     (("name = \"ib\"", "name = \"shm\""),
      "line 35: channels[1].name: channel name 'shm' is used twice; expected unique channel names"),
+    (("cores = 4", "cores = 4\nmemory_bytes = 0"), "line 8: node_types[0].memory_bytes: expected an integer >= 1"),
+    (("cores = 4", "cores = 4\nmemory_bytes = \"256GiB\""),
+     "node_types[0].memory_bytes: expected an integer >= 1, got a string"),
+    (("cores = 4", "cores = 4\nmemory_bytes = 1e12"), "node_types[0].memory_bytes: expected an integer >= 1"),
+    (("cores = 4", "cores = 4\nmemory_bytes = 9223372036854775807"),
+     "node_types[0].memory_bytes: expected at most 1 PiB"),
+    (("cores = 4", "cores = 4\nmemory_bytes = 274877906944"), ""),
 ])
 def test_bad_platforms_name_file_line_and_field(tmp_path, edit, message):
     old, new = edit
@@ -146,3 +153,17 @@ def test_bad_mapping_sections(tmp_path, mapping, message):
     path = write(tmp_path, THREE_LEVELS + f"\n[mapping]\n{mapping}\n")
     with pytest.raises(InputError, match=message.replace("[", r"\[")):
         load_platform(path)
+
+
+def test_a_node_types_memory_bounds_the_buffer_each_of_its_ranks_can_hold(tmp_path):
+    """memory_bytes: the least of memory // ranks over the nodes used that state it (a select past it is
+    refused); None where no node used states its memory."""
+    from commcost.platform.mapping import largest_buffer
+
+    text = THREE_LEVELS.replace("cores = 4", "cores = 4\nmemory_bytes = 1000", 1)
+    platform, _ = load_platform(write(tmp_path, text))
+    assert platform.nodes[0].type.memory_bytes == 1000
+    assert largest_buffer(platform, Mapping.on_nodes([0, 0, 0, 1])) == (333, 0, 3)
+    assert largest_buffer(platform, Mapping.on_nodes([0, 1])) == (1000, 0, 1)
+    plain, _ = load_platform(write(tmp_path, THREE_LEVELS))
+    assert largest_buffer(plain, Mapping.on_nodes([0, 0, 0, 1])) is None

@@ -120,3 +120,14 @@ def test_open_mpis_default_is_priced_where_the_grid_left_it_unpriced(capsys):
     out = capsys.readouterr().out
     line = next(row for row in out.splitlines() if row.strip().startswith("Open MPI default"))
     assert "not measured" not in line and line.split()[3] == "2"
+
+
+def test_sizes_whose_buffers_do_not_fit_in_the_nodes_memory_are_refused_at_once(capsys):
+    """examples/cluster's nodes state 256 GiB: --sizes 1..1TiB on 4 ranks per node (a select that ran for
+    minutes, issues 36 and 38) is one line naming --sizes, the node type and what fits (64 GiB), exit 2; up
+    to 64 GiB it prices."""
+    code, out, err = run(capsys, *BASE[:-1], "4", "--procs", "1024", "--sizes", "1..1TiB")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--sizes" in err and "node32" in err and "68,719,476,736 bytes (64GiB)" in err
+    code, out, err = run(capsys, *BASE[:-1], "4", "--procs", "8", "--sizes", "64GiB", "--algorithms", "binomial")
+    assert code == 0 and "binomial" in out

@@ -22,6 +22,7 @@ from commcost.errors import InputError
 from commcost.io.mapping_spec import MappingKind, MappingSpec
 from commcost.io.toml_file import Table, read_toml
 from commcost.platform.platform import Channel, ContentionScope, Node, NodeType, Platform
+from commcost.units import MAX_NBYTES
 
 _MAPPING_FIELDS = {
     MappingKind.SEQUENTIAL: ("ppn",),
@@ -79,12 +80,15 @@ def _network(root: Table):
 def _node_types(root: Table) -> dict[str, NodeType]:
     types: dict[str, NodeType] = {}
     for entry in root.tables("node_types"):
-        entry.only("name", "cores", "sockets", "gpus")
+        entry.only("name", "cores", "sockets", "gpus", "memory_bytes")
         name = entry.text("name")
         if name in types:
             raise entry.error("name", f"node type {name!r} is declared twice")
+        memory = entry.integer("memory_bytes", None, minimum=1)
+        if memory is not None and memory > MAX_NBYTES:
+            raise entry.error("memory_bytes", f"expected at most 1 PiB ({MAX_NBYTES} bytes), got {memory}")
         types[name] = NodeType(name, entry.integer("cores", minimum=1), entry.integer("sockets", 1, minimum=1),
-                               entry.integer("gpus", 0, minimum=0))
+                               entry.integer("gpus", 0, minimum=0), memory)
     if not types:
         raise root.error("node_types", "expected at least one [[node_types]]")
     return types

@@ -106,3 +106,17 @@ def _check_fits(platform: Platform, nodes_needed: int, what: str) -> None:
             f"{what} needs {nodes_needed} nodes; the platform has {len(platform.nodes)}",
             where="mapping",
         )
+
+
+def largest_buffer(platform: Platform, mapping: Mapping) -> tuple[int, int, int] | None:
+    """The largest buffer each rank of ``mapping`` can hold where the nodes it uses state their memory
+    (:attr:`NodeType.memory_bytes`): over those nodes, the least of memory // ranks on it, as (bytes, that
+    node's index, its ranks); None where no node used states its memory. A collective's rank holds at least
+    the nbytes it is called with (its send or receive buffer), so a size past this cannot run there."""
+    node, ranks = np.unique(mapping.node_of_rank, return_counts=True)
+    best = None
+    for n, q in zip(node.tolist(), ranks.tolist()):
+        memory = platform.nodes[n].type.memory_bytes
+        if memory is not None and (best is None or memory // q < best[0]):
+            best = (memory // q, n, q)
+    return best

@@ -41,12 +41,14 @@ class ContentionScope(enum.Enum):
 
 @dataclass(frozen=True)
 class NodeType:
-    """A kind of node: how many cores, sockets and GPUs it has."""
+    """A kind of node: how many cores, sockets and GPUs it has, and its memory where stated (the bytes its
+    ranks' buffers must fit in: a select of sizes past it is refused, :func:`largest_buffer`)."""
 
     name: str
     cores: int
     sockets: int = 1
     gpus: int = 0
+    memory_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,17 @@ on, doubling m while 4 m < S, d is taken as f(m + 1) - f(m) only where
 f(m + 2) - f(m + 1) is the same and f(2 m) = f(m) + m d, each to 1e-9 of
 the figure; the fold is used only then, and only for S >=
 :data:`FOLD_FROM` (shorter pipelines are priced whole, as are those where
-no m passes; under tau-Lop, whose channels are shared, those with a
-whole-message transmission have no exact fold: in-order binary's send to the
+no m passes, and, within :data:`CHEAPER_WHOLE` transmissions, those whose
+next m would build more segments than the whole has; under tau-Lop, whose
+channels are shared, those with a whole-message transmission have no exact fold: in-order binary's send to the
 root met the drain differently, 2e-6 off at 12 ranks, and past
 :data:`WHOLE_BUDGET` they take the drifting fold below). Open MPI's pipeline,
 one chain through all ranks, is first folded along a ray from smaller copies
 of itself (:mod:`commcost.selection.chain_fold`): its fill is as long as the
-chain. Why the checks are what matters: under the path-priced
+chain; under tau-Lop, where no copy passes, its fold in segments starts at
+the first power of two m >= 2 P, before which a chain's steps grow with
+the hops at work (4,096 ranks: 2 to 28 s of tries a size, then refused), so
+a chain of fewer than 8 P segments is priced whole or refused at once. Why the checks are what matters: under the path-priced
 models (:mod:`commcost.models.dependency_timeline`) a rank's end is mostly
 a longest path through the segments' waits, a maximum of terms affine in m
 (a path through k alike segments adds k times that segment's step), convex
@@ -77,8 +81,13 @@ segments is 1e-5 to 5e-4 off its whole schedule at 1,024 segments under
 Hockney and LogGPH on 24 to 1,024 ranks (tests/test_long_pipeline.py
 holds it to :data:`APPROXIMATE_TOLERANCE`); the library's default on
 several nodes is then priced at every size instead of left out. Not under
-tau-Lop: there the leaders' shared channels still drift at 512 segments
-(256 ranks: 11.6% off), and such a size is refused as before.
+tau-Lop, whose leaders' shared channels drift (1 KiB segments on 256 ranks:
+the mean step over doubling spans 27.8 to 49.7 us, so the mean over 256..512
+was 11.6% off): there han's reduce takes the drifting fold above, its spans
+within the segments recorded (m = 32, 64, 128), and is refused where no span
+passes its check. With Open MPI's 64 KiB segments on 24 to 1,024 ranks the
+check passes from m = 64 and the fold is 2e-5 to 1.3e-3 off the whole at
+1,024 segments (the indicator |b - a| (S - 1 - 4 m) said 2e-5 to 3.6e-3).
 """
 
 from __future__ import annotations
@@ -104,6 +113,8 @@ APPROXIMATE_TOLERANCE = 0.01  # of the figure: what the tests hold the approxima
 DRIFT_FROM = 64  # segments: the first span the tau-Lop fold of drifting steps reads
 WHOLE_BUDGET = 1_000_000  # transmissions: under tau-Lop a longer pipeline that no exact fold passes is folded
 # by its drifting steps (about a second of pricing each at this size), a shorter one priced whole
+CHEAPER_WHOLE = WHOLE_BUDGET  # transmissions: a whole of at most this many is priced whole at once where the next
+# fold tried would build more segments than it holds (the tests set it to 0 to see every fold)
 
 
 def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, nbytes: int,
@@ -161,8 +172,11 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
         grown = unit.schedule.nbytes + np.isin(unit.schedule.phase, names) * float((nseg - 1 - m) * cut.size)
         return unit.with_sizes(grown)
 
+    built = [0]  # segments built by this call's figures
+
     def figure(m: int) -> float:
         if m not in seen:
+            built[0] += m + 1
             placed = placed_at(m)
             counts[m] = placed.schedule.ntransmissions
             seen[m] = model.statistic_s(placed, statistic)
@@ -176,9 +190,19 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
                 return math.inf
         except ScheduleTooLarge:
             return None
+    if approximate and isinstance(model, TauLop):  # its shared channels drift: the drifting fold, its spans
+        m = FIRST  # within the segments it records
+        try:
+            while 4 * m + 1 < approximate:
+                drifting = _drifting_fold(figure, counts, m, nseg, _drift_tolerance(m), budget=0)
+                if drifting is not None:
+                    say(_drifted(nseg, m))
+                    return drifting
+                m *= 2
+        except ScheduleTooLarge:
+            return None
+        return None
     if approximate:
-        if isinstance(model, TauLop):
-            return None  # its shared channels drift past the segments the fold reads (module docstring)
         m = APPROXIMATE_SPAN
         try:
             step = (figure(2 * m) - figure(m)) / m
@@ -190,6 +214,12 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     m = FIRST
     try:
         while 4 * m <= nseg - 1:
+            # a whole within WHOLE_BUDGET transmissions (no drifting fold: priced whole where no exact fold
+            # passes) that this try would cost more than, in segments no figure holds yet: priced whole at once
+            figure(m)
+            if counts[FIRST] * nseg / (FIRST + 1) <= min(CHEAPER_WHOLE, WHOLE_BUDGET) \
+                    and sum(k + 1 for k in {m + 1, m + 2, 2 * m} if k not in seen) > nseg - built[0]:
+                return None
             step = figure(m + 1) - figure(m) if exact else 0.0
             if exact and abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
                     and abs(figure(2 * m) - (figure(m) + m * step)) <= RTOL * figure(2 * m):
@@ -197,16 +227,27 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
             if m == FIRST and algorithm.segmented.chained:  # type: ignore[union-attr]
                 # its fill as long as its chain: from smaller copies of itself (under Hockney the first m
                 # passes: 0.1 s; under tau-Lop the steps settle past 2 P segments)
+                # (under tau-Lop, where no copy is on one line to 1e-9, the first within a hundredth of the
+                # tolerance: S about 2 P, whose whole costs seconds and fails the fold in segments; a whole
+                # within CHEAPER_WHOLE transmissions is priced whole instead)
+                loose: list[str] = []
+                cheap = counts[FIRST] * nseg / (FIRST + 1) <= min(CHEAPER_WHOLE, WHOLE_BUDGET)
                 along_ray = ray_statistic_s(algorithm, values, nprocs, cut, platform, mapping, model, root,
-                                            statistic, RTOL, memo)
+                                            statistic, RTOL, memo, 0.0 if cheap else _drift_tolerance(FIRST),
+                                            loose)
                 if along_ray is not None:
+                    if loose:
+                        say(f": {nseg:,} segments folded along a ray, its {loose[0]} (within "
+                            f"{100 * APPROXIMATE_TOLERANCE:g}% of the whole where tested)")
                     return along_ray
+                if isinstance(model, TauLop):  # its steps grow with the hops at work until past 2 P segments:
+                    # no m before passes (on 4,096 ranks 2 to 28 s of tries a size, then refused)
+                    m = max(m, 1 << (2 * nprocs - 1).bit_length())
+                    continue
             if isinstance(model, TauLop):  # before DRIFT_FROM, only steps that settle to 1e-4 of the figure
-                drifting = _drifting_fold(figure, counts, m, nseg, APPROXIMATE_TOLERANCE
-                                          if m >= DRIFT_FROM else APPROXIMATE_TOLERANCE / 100)
+                drifting = _drifting_fold(figure, counts, m, nseg, _drift_tolerance(m))
                 if drifting is not None:
-                    say(f" under tau-Lop: {nseg:,} segments whose steps drift, folded from segments {2 * m}..{4 * m} "
-                        f"(within {100 * APPROXIMATE_TOLERANCE:g}% by the drift from segments {m}..{2 * m})")
+                    say(_drifted(nseg, m))
                     return drifting
             m *= 2
     except ScheduleTooLarge:  # even its first segments pass the limit: the caller prices it whole (or refuses)
@@ -214,15 +255,28 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     return None
 
 
+def _drift_tolerance(m: int) -> float:
+    """What :func:`_drifting_fold` asks of the spans from m: :data:`APPROXIMATE_TOLERANCE` from m =
+    :data:`DRIFT_FROM`, a hundredth of it before, where only steps that do not drift pass."""
+    return APPROXIMATE_TOLERANCE if m >= DRIFT_FROM else APPROXIMATE_TOLERANCE / 100
+
+
+def _drifted(nseg: int, m: int) -> str:
+    """The end of the note saying a pipeline of ``nseg`` segments took the drifting fold from span ``m``."""
+    return (f" under tau-Lop: {nseg:,} segments whose steps drift, folded from segments {2 * m}..{4 * m} "
+            f"(within {100 * APPROXIMATE_TOLERANCE:g}% by the drift from segments {m}..{2 * m})")
+
+
 def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int,
-                   tolerance: float = APPROXIMATE_TOLERANCE) -> float | None:
+                   tolerance: float = APPROXIMATE_TOLERANCE, budget: int | None = None) -> float | None:
     """Under tau-Lop a pipeline's steps drift (its channels' concurrency changes from segment to segment, so
     no exact fold passes), but settle: the fold of :func:`pipeline_statistic_s` from the mean step over
     segments 2m..4m, b = (f(4m) - f(2m)) / 2m,
 
         f(S - 1) ~ f(4m) + (S - 1 - 4m) b,
 
-    used where the whole pipeline is longer than :data:`WHOLE_BUDGET` transmissions and the step moved little
+    used where the whole pipeline is longer than ``budget`` transmissions (None: :data:`WHOLE_BUDGET`; 0 where
+    the whole cannot be recorded: coll/han's reduce past its segments) and the step moved little
     from the span before, a = (f(2m) - f(m)) / m: |b - a| (S - 1 - 4m) within ``tolerance`` of the estimate
     (an error as large as the last drift again; measured 1e-14 to 3.4e-3 off the whole on 24 and 64 ranks,
     tests/test_long_pipeline.py). The caller asks :data:`APPROXIMATE_TOLERANCE` from m = :data:`DRIFT_FROM`
@@ -230,7 +284,7 @@ def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int,
     on 1,024 ranks, whose steps alternate so that no exact fold passes while their means over segments
     32..64 and 64..128 agree to 1e-14. None otherwise (the caller doubles m, or prices it whole)."""
     before = (figure(2 * m) - figure(m)) / m
-    if (counts.get(2 * m, 0) - counts.get(m, 0)) / m * nseg <= WHOLE_BUDGET:
+    if (counts.get(2 * m, 0) - counts.get(m, 0)) / m * nseg <= (WHOLE_BUDGET if budget is None else budget):
         return None
     step = (figure(4 * m) - figure(2 * m)) / (2 * m)
     estimate = figure(4 * m) + (nseg - 1 - 4 * m) * step

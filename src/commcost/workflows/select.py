@@ -44,9 +44,11 @@ def algorithm_names(text: str | None, collective, library: str) -> list[str]:
     return names
 
 
-def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] | None = None):
+def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] | None = None,
+                sizes: list[int] | None = None):
     """The platform, a mapping per P and a pricer for the chosen model; errors name the file. Candidates
-    too large to record are said in ``refused``."""
+    too large to record are said in ``refused``. ``sizes``: refused (``--sizes``) where the largest does not
+    fit in the memory of a node the largest P uses, as its platform states it (:func:`fits_in_memory`)."""
     from commcost.workflows.pricing import load_mapping
     from commcost.io.params_file import load_params
     from commcost.io.platform_file import load_platform
@@ -55,7 +57,9 @@ def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] |
     platform, spec = load_platform(args.platform)
     params = load_params(args.params, strict=strictness(args))
     for nprocs in (procs[0], procs[-1]):  # fail early, with the option or file named, if P does not fit
-        load_mapping(args, platform, spec, nprocs)
+        mapping = load_mapping(args, platform, spec, nprocs)
+    if sizes:
+        fits_in_memory(platform, mapping, max(sizes), str(args.platform))
     mapping_of = lambda nprocs: load_mapping(args, platform, spec, nprocs)  # noqa: E731
     if args.model == PAPER004:
         if args.collective != "bcast" or args.library != "ompi":
@@ -73,6 +77,22 @@ def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] |
     if getattr(args, "algorithm_fit", False):
         price = with_algorithm_fits(args, params, price)
     return price
+
+
+def fits_in_memory(platform, mapping, nbytes: int, source: str) -> None:
+    """Refuse ``--sizes`` in one line where ``nbytes`` a rank does not fit in the memory a node of ``mapping``
+    states (:func:`commcost.platform.mapping.largest_buffer`): a select to 1 TiB on 4 ranks per node of 256
+    GiB could only price collectives that cannot run."""
+    from commcost.platform.mapping import largest_buffer
+    from commcost.units import format_nbytes
+
+    largest = largest_buffer(platform, mapping)
+    if largest is not None and nbytes > largest[0]:
+        room, node, ranks = largest
+        kind = platform.nodes[node].type
+        raise InputError(f"{ranks} ranks of {format_nbytes(nbytes)} each do not fit on node "
+                         f"{platform.nodes[node].name} ({kind.name}: memory_bytes = {kind.memory_bytes:,} in "
+                         f"{source}); expected sizes up to {room:,} bytes ({format_nbytes(room)})", where="--sizes")
 
 
 def with_algorithm_fits(args: argparse.Namespace, params, price):

@@ -120,9 +120,8 @@ def select_grid(options: SelectOptions) -> SelectGrid:
         raise InputError(f"no {args.library} {collective.value} algorithm matches {args.algorithms!r}",
                          where="--algorithms")
     notes: list[str] = []
-    price = make_pricer(args, procs, notes)
+    price = make_pricer(args, procs, notes, sizes)
     result = select(collective, args.library, choices, procs, sizes, price, source=f"model {args.model}")
-    approximated = summarize_notes([line for line in notes if line.startswith(APPROXIMATE_NOTE)])
     refused = [line for line in notes if not line.startswith(APPROXIMATE_NOTE)]
     if refused and not np.isfinite(result.time_s).any():
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
@@ -131,6 +130,9 @@ def select_grid(options: SelectOptions) -> SelectGrid:
                          where="--procs")
     chosen = result.chosen
     default, default_s = ompi_default_times(args, collective, procs, sizes, price, result)
+    # the default's notes too: it is priced here when no candidate's row holds it
+    approximated = summarize_notes([line for line in notes if line.startswith(APPROXIMATE_NOTE)])
+    refused = [line for line in notes if not line.startswith(APPROXIMATE_NOTE)]
     title = (f"{collective.value}: best {args.library} algorithm by {args.model} "
              f"({len(choices)} candidates, {len(procs)} process counts x {len(sizes)} sizes)")
     penalty = predicted_penalty(default_s, result) if default else None

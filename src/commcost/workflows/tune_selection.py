@@ -34,7 +34,7 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     han_values = han_decision_values(args)
     if library == "ompi" and han_values:  # han's global tunables: every configuration priced, one deployed
         choices = [c for c in choices if not is_han(c.algorithm)] + han_variants(collective, library, han_values)
-    price = shared_segments_pricer(make_pricer(opts, procs))
+    price = shared_segments_pricer(make_pricer(opts, procs, sizes=sizes))
     source = f"commcost tune, model {model}"
     result = select(collective, library, choices, procs, sizes, price, source=source, prune=False)
     # on the grid asked for (the midpoints are priced for the configuration kept only)

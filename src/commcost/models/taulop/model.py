@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -286,7 +287,7 @@ class TauLop(Model):
         laws = self.laws_for(placed)
         path = floor_times(laws, placed.channel, s.nbytes, s.src, s.after_ptr, s.after_idx, factors)
         carried = domain_loads_s(laws, placed.channel, placed.domain, s.nbytes)[1].max() * np.asarray(factors)
-        taken = [float(self._receiver_loads_s(placed, float(f)).max()) for f in np.asarray(factors).tolist()]
+        taken = [float(row.max()) for row in self._receiver_loads_s(placed, np.asarray(factors, dtype=np.float64))]
         return np.maximum(np.maximum(path, carried), taken)
 
     def loads_s(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
@@ -294,27 +295,27 @@ class TauLop(Model):
         >= 0: the domains) and what each rank's receptions take at least (keys -1 - rank), :mod:`.floor`;
         the largest is a lower bound of the price of a dependency schedule."""
         keys, carried = domain_loads_s(self.laws_for(placed), placed.channel, placed.domain, placed.schedule.nbytes)
-        taken = self._receiver_loads_s(placed, 1.0)
+        taken = next(self._receiver_loads_s(placed, np.ones(1)))
         return np.r_[-1 - np.arange(len(taken)), keys], np.r_[taken, carried]
 
-    def _receiver_loads_s(self, placed: PlacedSchedule, factor: float) -> np.ndarray:
-        """:func:`.floor.receiver_loads_s` with every size times ``factor`` (holds and reductions at each
-        distinct channel and size, then summed per receiver)."""
+    def _receiver_loads_s(self, placed: PlacedSchedule, factors: np.ndarray) -> Iterator[np.ndarray]:
+        """Per factor, :func:`.floor.receiver_loads_s` with every size times ``factors[k]``: holds and
+        reductions evaluated at each distinct (channel, size) once per factor, the pairs found once (a floor
+        at 41 sizes of a million transmissions sorted them 41 times: 6.6 s against 0.2 s to price them)."""
         s = placed.schedule
         if s.ntransmissions == 0:
-            return np.zeros(s.nprocs)
+            yield from (np.zeros(s.nprocs) for _ in range(len(factors)))
+            return
         sizes, at = np.unique(s.nbytes, return_inverse=True)
-        hold = None
-        if _queues_matter(s):
+        queues = _queues_matter(s)
+        if queues:
+            pairs, pair_at = np.unique(placed.channel.astype(np.int64) * len(sizes) + at, return_inverse=True)
             hold_law = self._hold_law(placed.platform)
-            hold = np.zeros(s.ntransmissions)
-            for c in np.unique(placed.channel).tolist():
-                mine = placed.channel == c
-                hold[mine] = hold_law(np.full(len(sizes), c), sizes * factor)[at[mine]]
-        service = None
-        if self.reduction is not None and s.combine.any():
-            service = np.where(s.combine, self.reduction.times(sizes * factor)[at], 0.0)
-        return receiver_loads_s(s.dst, s.nprocs, hold, service)
+        reduces = self.reduction is not None and s.combine.any()
+        for factor in np.asarray(factors, dtype=np.float64).tolist():
+            hold = hold_law(pairs // len(sizes), sizes[pairs % len(sizes)] * factor)[pair_at] if queues else None
+            service = np.where(s.combine, self.reduction.times(sizes * factor)[at], 0.0) if reduces else None
+            yield receiver_loads_s(s.dst, s.nprocs, hold, service)
 
     def formula(self, placed: PlacedSchedule) -> tuple[algebra.Sum, list[algebra.Sum]]:
         """The paper's cost expression: the whole schedule (A1-merged) and each phase."""
