@@ -337,3 +337,25 @@ def test_the_notes_of_approximate_folds_are_said_once_per_algorithm():
     assert said == [f"{APPROXIMATE_NOTE}ompi.chain on 1,024 ranks at 3 sizes, 134,217,728 to 536,870,912 B; at "
                     "536,870,912 B under tau-Lop: 65,536 segments whose steps drift",
                     "ompi.x on 4 ranks: refused", note("ompi.binomial", 1 << 30, 8)]
+
+
+def test_past_the_first_fold_the_tries_read_at_most_the_transmission_limit(monkeypatch):
+    """A pricing's fold tries past the first read at most what one whole schedule may hold: with the limit at
+    30,000 transmissions, the in-order binary reduce under tau-Lop on 64 ranks in 2,048 segments (whose steps
+    drift: its second try reads 32 to 256 segments, about 39,000 transmissions) stops after the first and is
+    left to be priced whole (here refused: its 130,000 are past the limit); with the default limit it is
+    folded."""
+    from commcost.selection import long_pipeline
+
+    algorithm = find(Collective.REDUCE, "ompi.in-order_binary")
+    model = MODELS["taulop"](PARAMS.for_model("taulop"))
+    values = algorithm.resolve_params({"segsize": 1024})
+    mapping = Mapping.sequential(PLATFORM, 64, 4)
+    nbytes = 2047 * 1024 + 700
+    monkeypatch.setattr(long_pipeline, "WHOLE_BUDGET", 0)  # the drifting fold tried at this size
+    counts: dict = {}
+    monkeypatch.setenv("COMMCOST_MAX_TRANSMISSIONS", "30000")
+    assert pipeline_statistic_s(algorithm, values, 64, nbytes, PLATFORM, mapping, model, memo=counts) is None
+    assert max(max(v) for k, v in counts.items() if k[0] == "counts") <= 128
+    monkeypatch.delenv("COMMCOST_MAX_TRANSMISSIONS")
+    assert pipeline_statistic_s(algorithm, values, 64, nbytes, PLATFORM, mapping, model) is not None

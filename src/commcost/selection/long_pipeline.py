@@ -25,7 +25,9 @@ f(m + 2) - f(m + 1) is the same and f(2 m) = f(m) + m d, each to 1e-9 of
 the figure; the fold is used only then, and only for S >=
 :data:`FOLD_FROM` (shorter pipelines are priced whole, as are those where
 no m passes, and, within :data:`CHEAPER_WHOLE` transmissions, those whose
-next m would build more segments than the whole has; under tau-Lop, whose
+next m would build more segments than the whole has; past the first m the
+tries of one pricing read at most the transmission limit, what one whole
+schedule may hold, and past it the size is priced whole or refused; under tau-Lop, whose
 channels are shared, those with a whole-message transmission have no exact fold: in-order binary's send to the
 root met the drain differently, 2e-6 off at 12 ranks, and past
 :data:`WHOLE_BUDGET` they take the drifting fold below). Open MPI's pipeline,
@@ -98,7 +100,7 @@ import re
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
-from commcost.collectives.recorder import ScheduleTooLarge
+from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Mapping, Platform
@@ -214,6 +216,13 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     m = FIRST
     try:
         while 4 * m <= nseg - 1:
+            # past the first, the tries of one pricing read at most what one whole schedule may hold (the
+            # transmission limit): past it, priced whole or refused at once (1,024 ranks of 32 per node: 12 s of
+            # tries at 2,048 segments a size, then refused)
+            reads = {m, m + 1, m + 2, 2 * m, *((4 * m,) if isinstance(model, TauLop) else ())}
+            if m > FIRST and (built[0] + sum(k + 1 for k in reads if k not in seen)) * counts[FIRST] / (FIRST + 1) \
+                    > transmission_limit():
+                return None
             # a whole within WHOLE_BUDGET transmissions (no drifting fold: priced whole where no exact fold
             # passes) that this try would cost more than, in segments no figure holds yet: priced whole at once
             figure(m)
