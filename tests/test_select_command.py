@@ -131,3 +131,13 @@ def test_sizes_whose_buffers_do_not_fit_in_the_nodes_memory_are_refused_at_once(
     assert "--sizes" in err and "node32" in err and "68,719,476,736 bytes (64GiB)" in err
     code, out, err = run(capsys, *BASE[:-1], "4", "--procs", "8", "--sizes", "64GiB", "--algorithms", "binomial")
     assert code == 0 and "binomial" in out
+
+
+def test_predict_refuses_a_size_whose_buffers_do_not_fit_either(capsys):
+    """predict --collective checks the same memory: --nbytes 1TiB on 4 ranks per node of examples/cluster's 256
+    GiB nodes is one line naming --nbytes, exit 2."""
+    code, out, err = run(capsys, "predict", "--collective", "bcast", "--all-algorithms", "--procs", "1024", "--ppn",
+                         "4", "--nbytes", "1TiB", "--params", str(EX / "params" / "illustrative.toml"), "--platform",
+                         str(EX / "cluster" / "platform.toml"), "--model", "hockney")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--nbytes" in err and "expected sizes up to 68,719,476,736 bytes" in err

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from commcost.errors import InputError
-from commcost.workflows.pricing import (PAPER004, algorithm_params, case_of, given_params, load_mapping, model_from,
-                                        paper004_pricer, price_placed, strictness)
+from commcost.workflows.pricing import (PAPER004, algorithm_params, case_of, fits_in_memory, given_params, load_mapping,
+                                        model_from, paper004_pricer, price_placed, strictness)
 
 
 @dataclass
@@ -175,6 +175,8 @@ def predict_collective(options: PredictOptions, inputs: PredictInputs) -> Predic
     from commcost.workflows.predict_sweep import sweep_points
 
     procs, sizes = sweep_points(options)
+    fits_in_memory(inputs.platform, load_mapping(options, inputs.platform, inputs.spec, procs[-1]), max(sizes),
+                   str(options.platform), "--nbytes")
     given = algorithm_params(options.param)
     if options.all_algorithms:
         chosen = algorithms(Collective(options.collective))

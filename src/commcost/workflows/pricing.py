@@ -221,3 +221,19 @@ def collective_schedule(args) -> tuple:
     except InputError as exc:
         where = f"--{exc.where}" if exc.where in ("procs", "root") else f"--param {exc.where}" if exc.where else None
         raise InputError(exc.message, where=where) from None
+
+
+def fits_in_memory(platform, mapping, nbytes: int, source: str, where: str = "--sizes") -> None:
+    """Refuse the sizes option ``where`` in one line where ``nbytes`` a rank does not fit in the memory a node
+    of ``mapping`` states (:func:`commcost.platform.mapping.largest_buffer`): a select to 1 TiB on 4 ranks per
+    node of 256 GiB could only price collectives that cannot run."""
+    from commcost.platform.mapping import largest_buffer
+    from commcost.units import format_nbytes
+
+    largest = largest_buffer(platform, mapping)
+    if largest is not None and nbytes > largest[0]:
+        room, node, ranks = largest
+        kind = platform.nodes[node].type
+        raise InputError(f"{ranks} ranks of {format_nbytes(nbytes)} each do not fit on node "
+                         f"{platform.nodes[node].name} ({kind.name}: memory_bytes = {kind.memory_bytes:,} in "
+                         f"{source}); expected sizes up to {room:,} bytes ({format_nbytes(room)})", where=where)

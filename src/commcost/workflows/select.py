@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from commcost.errors import InputError
-from commcost.workflows.pricing import PAPER004, model_from, paper004_pricer, strictness
+from commcost.workflows.pricing import PAPER004, fits_in_memory, model_from, paper004_pricer, strictness
 
 
 def _values(text: str, option: str, sizes: bool = False) -> list[int]:
@@ -77,22 +77,6 @@ def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] |
     if getattr(args, "algorithm_fit", False):
         price = with_algorithm_fits(args, params, price)
     return price
-
-
-def fits_in_memory(platform, mapping, nbytes: int, source: str) -> None:
-    """Refuse ``--sizes`` in one line where ``nbytes`` a rank does not fit in the memory a node of ``mapping``
-    states (:func:`commcost.platform.mapping.largest_buffer`): a select to 1 TiB on 4 ranks per node of 256
-    GiB could only price collectives that cannot run."""
-    from commcost.platform.mapping import largest_buffer
-    from commcost.units import format_nbytes
-
-    largest = largest_buffer(platform, mapping)
-    if largest is not None and nbytes > largest[0]:
-        room, node, ranks = largest
-        kind = platform.nodes[node].type
-        raise InputError(f"{ranks} ranks of {format_nbytes(nbytes)} each do not fit on node "
-                         f"{platform.nodes[node].name} ({kind.name}: memory_bytes = {kind.memory_bytes:,} in "
-                         f"{source}); expected sizes up to {room:,} bytes ({format_nbytes(room)})", where="--sizes")
 
 
 def with_algorithm_fits(args: argparse.Namespace, params, price):
