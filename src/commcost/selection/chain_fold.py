@@ -134,14 +134,14 @@ def ray_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, c
         first within ``loose`` kept in ``within``: ``full`` is the whole's)."""
         m1, rest = divmod(full, k)
         f = [figure(t * small, t * m1) for t in RAY[:3]]
-        if abs((f[2] - f[1]) - 2 * (f[1] - f[0])) > rtol * f[2] and not (loose and keep):
+        straight = abs((f[2] - f[1]) - 2 * (f[1] - f[0])) <= rtol * f[2]
+        if not straight and not (loose and keep):
             return None
         f.append(figure(8 * small, 8 * m1))
         one, two = figure(8 * small, 8 * m1 + 1), figure(8 * small, 8 * m1 + 2)
         step = one - f[3]
         estimate = f[3] + (k - 8) * (f[3] - f[2]) / 4 + rest * step
-        if abs((f[2] - f[1]) - 2 * (f[1] - f[0])) > rtol * f[2] or abs((f[3] - f[2]) - 2 * (f[2] - f[1])) > \
-                rtol * f[3] or abs(two - one - step) > rtol * two:
+        if not straight or abs((f[3] - f[2]) - 2 * (f[2] - f[1])) > rtol * f[3] or abs(two - one - step) > rtol * two:
             drift = abs((f[3] - f[2]) / 4 - (f[2] - f[1]) / 2) * (k - 8) / estimate
             if keep and drift <= loose and not within:
                 within.append((estimate, f"copies of {small:,} to {8 * small:,} ranks off one line by {drift:.1e} "

@@ -27,17 +27,19 @@ the figure; the fold is used only then, and only for S >=
 no m passes, and, within :data:`CHEAPER_WHOLE` transmissions, those whose
 next m would build more segments than the whole has; past the first m the
 tries of one pricing read at most the transmission limit, what one whole
-schedule may hold, and past it the size is priced whole or refused; under tau-Lop, whose
-channels are shared, those with a whole-message transmission have no exact fold: in-order binary's send to the
-root met the drain differently, 2e-6 off at 12 ranks, and past
+schedule may hold, and past it the size is priced whole or refused; under
+tau-Lop, whose channels are shared, those with a whole-message transmission
+have no exact fold: in-order binary's send to the root met the drain
+differently, 2e-6 off at 12 ranks, and past
 :data:`WHOLE_BUDGET` they take the drifting fold below). Open MPI's pipeline,
 one chain through all ranks, is first folded along a ray from smaller copies
 of itself (:mod:`commcost.selection.chain_fold`): its fill is as long as the
 chain; under tau-Lop, where no copy passes, its fold in segments starts at
 the first power of two m >= 2 P, before which a chain's steps grow with
 the hops at work (4,096 ranks: 2 to 28 s of tries a size, then refused), so
-a chain of fewer than 8 P segments is priced whole or refused at once. Why the checks are what matters: under the path-priced
-models (:mod:`commcost.models.dependency_timeline`) a rank's end is mostly
+a chain of fewer than 8 P segments is priced whole or refused at once. Why
+the checks are what matters: under the path-priced models
+(:mod:`commcost.models.dependency_timeline`) a rank's end is mostly
 a longest path through the segments' waits, a maximum of terms affine in m
 (a path through k alike segments adds k times that segment's step), convex
 in m; a receiver's queue taken in order of arrival where messages of two
@@ -215,19 +217,21 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
         return figure(2 * m) + (nseg - 1 - 2 * m) * step
     m = FIRST
     try:
+        figure(FIRST)
+        per_segment = counts[FIRST] / (FIRST + 1)  # transmissions a segment adds, about
+        # a whole within WHOLE_BUDGET transmissions takes no drifting fold: priced whole where no exact one passes
+        cheap = per_segment * nseg <= min(CHEAPER_WHOLE, WHOLE_BUDGET)
         while 4 * m <= nseg - 1:
             # past the first, the tries of one pricing read at most what one whole schedule may hold (the
             # transmission limit): past it, priced whole or refused at once (1,024 ranks of 32 per node: 12 s of
             # tries at 2,048 segments a size, then refused)
             reads = {m, m + 1, m + 2, 2 * m, *((4 * m,) if isinstance(model, TauLop) else ())}
-            if m > FIRST and (built[0] + sum(k + 1 for k in reads if k not in seen)) * counts[FIRST] / (FIRST + 1) \
+            if m > FIRST and (built[0] + sum(k + 1 for k in reads if k not in seen)) * per_segment \
                     > transmission_limit():
                 return None
-            # a whole within WHOLE_BUDGET transmissions (no drifting fold: priced whole where no exact fold
-            # passes) that this try would cost more than, in segments no figure holds yet: priced whole at once
+            # a cheap whole that this try would cost more than, in segments no figure holds yet: priced whole
             figure(m)
-            if counts[FIRST] * nseg / (FIRST + 1) <= min(CHEAPER_WHOLE, WHOLE_BUDGET) \
-                    and sum(k + 1 for k in {m + 1, m + 2, 2 * m} if k not in seen) > nseg - built[0]:
+            if cheap and sum(k + 1 for k in {m + 1, m + 2, 2 * m} if k not in seen) > nseg - built[0]:
                 return None
             step = figure(m + 1) - figure(m) if exact else 0.0
             if exact and abs(figure(m + 2) - figure(m + 1) - step) <= RTOL * figure(m + 2) \
@@ -240,7 +244,6 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
                 # tolerance: S about 2 P, whose whole costs seconds and fails the fold in segments; a whole
                 # within CHEAPER_WHOLE transmissions is priced whole instead)
                 loose: list[str] = []
-                cheap = counts[FIRST] * nseg / (FIRST + 1) <= min(CHEAPER_WHOLE, WHOLE_BUDGET)
                 along_ray = ray_statistic_s(algorithm, values, nprocs, cut, platform, mapping, model, root,
                                             statistic, RTOL, memo, 0.0 if cheap else _drift_tolerance(FIRST),
                                             loose)
