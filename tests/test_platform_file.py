@@ -123,6 +123,12 @@ def test_node_contention_gives_one_domain_per_sending_node(tmp_path):
     (("cores = 4", "cores = 4\nmemory_bytes = 9223372036854775807"),
      "node_types[0].memory_bytes: expected at most 1 PiB"),
     (("cores = 4", "cores = 4\nmemory_bytes = 274877906944"), ""),
+    (("cores = 4", "cores = 4\ncores_per_cache = 5"),
+     "line 8: node_types[0].cores_per_cache: 5 is more than the node type's 4 cores"),
+    (("cores = 4", "cores = 4\ncores_per_cache = 0"), "node_types[0].cores_per_cache: expected an integer >= 1"),
+    (("name = \"wan\"\nlevel = \"world\"", "name = \"wan\"\nlevel = \"cache\""),
+     "channel 'wan' serves level 'cache' but no node type states cores_per_cache"),
+    (("cores = 4", "cores = 4\ncores_per_cache = 2"), ""),  # groups without a cache channel: the node's
 ])
 def test_bad_platforms_name_file_line_and_field(tmp_path, edit, message):
     old, new = edit
@@ -135,6 +141,35 @@ def test_bad_platforms_name_file_line_and_field(tmp_path, edit, message):
         load_platform(path)
     assert str(info.value).startswith(f"{path}:")
     assert message in str(info.value)
+
+
+CORE_PAIRS = THREE_LEVELS.replace("cores = 4", "cores = 4\ncores_per_cache = 2", 1) + """
+[[channels]]
+name = "pair"
+level = "cache"
+transfers = ["shm", "shm"]
+"""
+
+
+def test_ranks_on_cores_that_share_a_cache_use_the_cache_channel(tmp_path):
+    platform, _ = load_platform(write(tmp_path, CORE_PAIRS))
+    assert platform.cache_channel.name == "pair" and platform.nodes[0].type.cores_per_cache == 2
+    # a0 holds ranks 0, 1, 2 and 5 (cores 0, 1, 2, 3 in rank order); rank 3 on a1, rank 4 on a0 too
+    mapping = Mapping.on_nodes([0, 0, 0, 1, 0])
+    src, dst = np.array([0, 1, 0, 2, 2, 3]), np.array([1, 0, 2, 4, 3, 0])
+    names = [platform.channels[i].name for i in platform.channel_indices(mapping, src, dst)]
+    # cores: rank 0 -> 0, 1 -> 1, 2 -> 2, 4 -> 3: pairs (0, 1) and (2, 3)
+    assert names == ["pair", "pair", "shm", "pair", "ib", "ib"]
+    plain, _ = load_platform(write(tmp_path, THREE_LEVELS))  # no cache channel: the node's for every pair
+    assert [plain.channels[i].name for i in plain.channel_indices(mapping, src, dst)] == \
+        ["shm", "shm", "shm", "shm", "ib", "ib"]
+
+
+def test_a_rank_of_several_cores_takes_its_first_core_and_pushes_the_next_ranks_on():
+    from commcost.platform.platform import first_cores
+
+    mapping = Mapping(np.array([0, 1, 0, 0, 1]), np.zeros(5, np.int8), np.array([3, 1, 1, 2, 4]))
+    assert first_cores(mapping).tolist() == [0, 0, 3, 4, 1]
 
 
 def test_a_missing_channel_is_reported_when_a_mapping_needs_it(tmp_path):

@@ -73,6 +73,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 from scipy.optimize import least_squares
+from threadpoolctl import threadpool_limits
 
 from commcost.calibration.fit_summary import confounded, figures
 from commcost.calibration.fit_layout import (MODEL_PARAMS, complete_groups, stated_limits, layout_of,  # noqa: F401
@@ -227,9 +228,12 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
             return np.r_[J, P]
 
         upper = np.where(used, np.inf, 1e-300)
-        fit = least_squares(residual, np.where(used, np.minimum(theta / scale, 1.0), 0.0), jac=jacobian,
-                            bounds=(np.zeros(k), upper),
-                            loss=LOSS, f_scale=F_SCALE, ftol=1e-12, xtol=1e-12, gtol=1e-12)
+        with threadpool_limits(limits=1, user_api="blas"):  # an SVD of k columns a step, thousands of steps:
+            # BLAS threads cost more than they give (Peak's bcast, 48 parameters: 28 s on one thread, 48 s on two
+            # of a quiet 2-core machine, 629 s beside two other fits)
+            fit = least_squares(residual, np.where(used, np.minimum(theta / scale, 1.0), 0.0), jac=jacobian,
+                                bounds=(np.zeros(k), upper),
+                                loss=LOSS, f_scale=F_SCALE, ftol=1e-12, xtol=1e-12, gtol=1e-12)
         fit.x = fit.x * scale  # (solved tightly: a parameter few points constrain must not stop short)
         target = np.where(used, fit.x, theta)
         # the linearized optimum may lie on another linear piece: step towards it while the true loss falls

@@ -184,7 +184,7 @@ def _ring(rec: Recorder, case: Case) -> None:
     """
     p, n = case.nprocs, case.nbytes
     blocks = _ranks(case) * n
-    ring_pass(rec, p, blocks, blocks + n, 0, lambda i: f"ring step {i + 1}", SendMode.POSTED, False)
+    ring_pass(rec, p, blocks, blocks + n, 0, "ring step ", SendMode.POSTED, False, first=1)
 
 
 @register(Collective.ALLGATHER, "ompi", "ring",

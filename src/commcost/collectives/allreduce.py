@@ -134,8 +134,8 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
         recursive_doubling(rec, p, n)
         return
     bounds = block_bounds(n, p)
-    ring_pass(rec, p, bounds[:-1], bounds[1:], 0, "reduce-scatter step {}".format, SEQ, True)
-    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step {}".format, SEQ, False)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 0, "reduce-scatter step ", SEQ, True)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step ", SEQ, False)
 
 
 @register(Collective.ALLREDUCE, "ompi", "rabenseifner",
@@ -261,6 +261,6 @@ def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int
     base, extra = sizes // rounds, sizes % rounds  # piece k of block b: base + (k < extra)
     for k in range(rounds):
         offset = bounds[:-1] + k * base + np.minimum(k, extra)
-        ring_pass(rec, p, offset, offset + base + (k < extra), 0, f"round {k}, reduce-scatter step {{}}".format,
+        ring_pass(rec, p, offset, offset + base + (k < extra), 0, f"round {k}, reduce-scatter step ",
                   SEQ, True)
-    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step {}".format, SEQ, False)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step ", SEQ, False)

@@ -133,7 +133,7 @@ def reduce_scatter_ring(rec: Recorder, case: Case, params: Mapping[str, int]) ->
     """
     p, n = case.nprocs, case.nbytes
     blocks = np.arange(p, dtype=np.int64) * n
-    ring_pass(rec, p, blocks, blocks + n, -1, "ring step {}".format, SEQ, True)
+    ring_pass(rec, p, blocks, blocks + n, -1, "ring step ", SEQ, True)
 
 
 def mirror(values: np.ndarray, bits: int) -> np.ndarray:

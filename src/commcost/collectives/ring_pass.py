@@ -11,7 +11,7 @@ block meets every rank): checked here, else :class:`.rank_shift.NotFoldable`.
 
 from __future__ import annotations
 
-from typing import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -20,11 +20,18 @@ from commcost.collectives.recorder import Recorder
 from commcost.schedule.schedule import SendMode
 
 
-def ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: int, name: Callable[[int], str],
-              mode: SendMode, combine: bool) -> None:
-    """P - 1 ring steps, step k named ``name(k)``: rank r sends ``[start[b], stop[b])`` of block
-    b = (r + lag - k) mod P to rank r + 1 (``mode``: posted, or one after another; ``combine``: the receiver
-    reduces it into its own)."""
+@lru_cache(maxsize=8)
+def _numbers(first: int, count: int) -> tuple[str, ...]:
+    """The step numbers first, first + 1, ... as text, made once per ring size: a segmented ring names
+    P - 1 steps per round, thousands of rounds on a thousand ranks."""
+    return tuple(str(k) for k in range(first, first + count))
+
+
+def ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: int, name: str,
+              mode: SendMode, combine: bool, first: int = 0) -> None:
+    """P - 1 ring steps, step k named ``name`` followed by k + ``first``: rank r sends ``[start[b], stop[b])``
+    of block b = (r + lag - k) mod P to rank r + 1 (``mode``: posted, or one after another; ``combine``: the
+    receiver reduces it into its own)."""
     rec.reserve(p * (p - 1), "a ring of P - 1 steps", whole=False)  # before its arrays (folded: one node's share)
     ranks = np.arange(p if rec.fold is None else rec.fold, dtype=np.int64)
     if rec.fold is not None and not shift_periodic(stop - start, rec.fold):
@@ -33,4 +40,4 @@ def ring_pass(rec: Recorder, p: int, start: np.ndarray, stop: np.ndarray, lag: i
     src = np.tile(ranks, p - 1)
     block = (src + lag - step) % p
     rec.staged_sends(step, src, (src + 1) % p, start[block], stop[block], "ring", mode, combine=combine,
-                     names=[name(k) for k in range(p - 1)], representatives=rec.fold is not None)
+                     names=[name + k for k in _numbers(first, p - 1)], representatives=rec.fold is not None)

@@ -80,15 +80,20 @@ def _network(root: Table):
 def _node_types(root: Table) -> dict[str, NodeType]:
     types: dict[str, NodeType] = {}
     for entry in root.tables("node_types"):
-        entry.only("name", "cores", "sockets", "gpus", "memory_bytes")
+        entry.only("name", "cores", "sockets", "gpus", "memory_bytes", "cores_per_cache")
         name = entry.text("name")
         if name in types:
             raise entry.error("name", f"node type {name!r} is declared twice")
         memory = entry.integer("memory_bytes", None, minimum=1)
         if memory is not None and memory > MAX_NBYTES:
             raise entry.error("memory_bytes", f"expected at most 1 PiB ({MAX_NBYTES} bytes), got {memory}")
-        types[name] = NodeType(name, entry.integer("cores", minimum=1), entry.integer("sockets", 1, minimum=1),
-                               entry.integer("gpus", 0, minimum=0), memory)
+        cores = entry.integer("cores", minimum=1)
+        per_cache = entry.integer("cores_per_cache", None, minimum=1)
+        if per_cache is not None and per_cache > cores:
+            raise entry.error("cores_per_cache", f"{per_cache} is more than the node type's {cores} cores; expected "
+                              "at most its cores")
+        types[name] = NodeType(name, cores, entry.integer("sockets", 1, minimum=1),
+                               entry.integer("gpus", 0, minimum=0), memory, per_cache)
     if not types:
         raise root.error("node_types", "expected at least one [[node_types]]")
     return types

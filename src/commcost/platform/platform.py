@@ -1,8 +1,9 @@
 """The machine: node types, nodes, groups of nodes, and the channels that join ranks.
 
-A channel is chosen by where two ranks run: on the same node, in the same
-group of some level (a cluster, a site, ...), or in different top-level
-groups ("world"). A channel also says which transfers one transmission
+A channel is chosen by where two ranks run: on cores of one node that share
+a cache (``cache``, where the node type states ``cores_per_cache``), on the
+same node, in the same group of some level (a cluster, a site, ...), or in
+different top-level groups ("world"). A channel also says which transfers one transmission
 through it is made of (paper 000, eq. 1-3): shared memory is two shm
 transfers, TCP is shm + net + shm, RDMA is one net transfer.
 """
@@ -25,8 +26,10 @@ class Placement(Protocol):
     :class:`~commcost.platform.mapping.Mapping`, which imports this module, not the other way round)."""
 
     node_of_rank: np.ndarray
+    cores: np.ndarray
 
 
+CACHE_LEVEL = "cache"  # ranks of one node on cores that share a cache: inside the node level
 NODE_LEVEL = "node"
 WORLD_LEVEL = "world"
 
@@ -42,13 +45,17 @@ class ContentionScope(enum.Enum):
 @dataclass(frozen=True)
 class NodeType:
     """A kind of node: how many cores, sockets and GPUs it has, and its memory where stated (the bytes its
-    ranks' buffers must fit in: a select of sizes past it is refused, :func:`largest_buffer`)."""
+    ranks' buffers must fit in: a select of sizes past it is refused, :func:`largest_buffer`).
+    ``cores_per_cache``, where stated: its cores come in groups of that many in order, each group sharing a
+    cache (a POWER9 core pair's L2 and L3 region, an AMD CCX's L3, a cluster of efficiency cores' L2); two
+    ranks whose first cores are in one group use the platform's ``cache`` channel where it has one."""
 
     name: str
     cores: int
     sockets: int = 1
     gpus: int = 0
     memory_bytes: int | None = None
+    cores_per_cache: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,8 @@ class Channel:
     ``transfers`` names the transfer tables one transmission is made of
     (paper 000 eq. 1: shm = ("shm", "shm"); eq. 2: tcp = ("shm", "tcp", "shm");
     eq. 3: ib = ("ib",)). ``level`` is where the channel is used: "node" for
-    ranks on the same node, a group level's name for ranks on different nodes
+    ranks on the same node ("cache" for those of them whose cores share a
+    cache: :attr:`NodeType.cores_per_cache`), a group level's name for ranks on different nodes
     of the same group of that level, "world" for ranks in different
     top-level groups. ``id`` is the number the papers write as T^id.
     ``nominal_latency_s`` and ``nominal_bandwidth`` (bytes per second), when
@@ -113,6 +121,8 @@ class Platform:
     network: "Torus3D | None" = None  # the network's topology; None: flat (no shared links modelled)
     _channel_at_level: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _group_index: np.ndarray = field(init=False, repr=False, compare=False)
+    _cache_channel: int = field(init=False, repr=False, compare=False, default=-1)
+    _cores_per_cache: np.ndarray = field(init=False, repr=False, compare=False, default=None)  # per node; 0: none
 
     def __post_init__(self) -> None:
         all_levels = (NODE_LEVEL, *self.levels, WORLD_LEVEL)
@@ -129,10 +139,23 @@ class Platform:
                     where="nodes",
                 )
         at_level = [-1] * len(all_levels)
+        cache = [index for index, channel in enumerate(self.channels) if channel.level == CACHE_LEVEL]
+        per_cache = np.array([node.type.cores_per_cache or 0 for node in self.nodes], dtype=np.int64)
+        if len(cache) > 1:
+            raise InputError(f"channels {self.channels[cache[0]].name!r} and {self.channels[cache[1]].name!r} both "
+                             f"serve level {CACHE_LEVEL!r}; expected one channel per level", where="channels")
+        if cache and not per_cache.any():
+            raise InputError(f"channel {self.channels[cache[0]].name!r} serves level {CACHE_LEVEL!r} but no node type "
+                             "states cores_per_cache; expected one that does", where="channels")
+        object.__setattr__(self, "_cache_channel", cache[0] if cache else -1)
+        object.__setattr__(self, "_cores_per_cache", per_cache)
         for index, channel in enumerate(self.channels):
+            if channel.level == CACHE_LEVEL:
+                continue
             if channel.level not in all_levels:
                 raise InputError(
-                    f"channel {channel.name!r} has level {channel.level!r}; expected one of {list(all_levels)}",
+                    f"channel {channel.name!r} has level {channel.level!r}; expected one of "
+                    f"{[CACHE_LEVEL, *all_levels]}",
                     where="channels",
                 )
             slot = all_levels.index(channel.level)
@@ -204,7 +227,19 @@ class Platform:
                 f"expected a [[channels]] entry with level = {missing[0]!r}",
                 where="channels",
             )
+        if self._cache_channel >= 0:
+            src, dst = np.asarray(src), np.asarray(dst)
+            same_node = levels == 0
+            if np.any(same_node):
+                first, per = first_cores(mapping), self._cores_per_cache[node[src]]
+                shared = same_node & (per > 0) & (first[src] // np.maximum(per, 1) == first[dst] // np.maximum(per, 1))
+                chosen = np.where(shared, self._cache_channel, chosen)
         return chosen
+
+    @property
+    def cache_channel(self) -> Channel | None:
+        """The channel of ranks whose cores share a cache (level ``cache``), if the platform has one."""
+        return self.channels[self._cache_channel] if self._cache_channel >= 0 else None
 
     def contention_domains(
         self, mapping: Placement, src: np.ndarray, channel_index: np.ndarray, dst: np.ndarray | None = None
@@ -222,3 +257,26 @@ class Platform:
             node = np.where(by_receiver, mapping.node_of_rank[np.asarray(dst)], node)
         nchan = len(self.channels)
         return np.where(by_sender | by_receiver, nchan + node * nchan + channel_index, channel_index)
+
+
+def first_cores(mapping: Placement) -> np.ndarray:
+    """Each rank's first core on its node: the ranks of a node take its cores in rank order, each as many as it
+    uses (``mapping.cores``; Open MPI's ``--map-by core --bind-to core`` and a ``ppr`` mapping do). Kept on the
+    mapping once computed."""
+    cached = getattr(mapping, "_first_cores", None)
+    if cached is not None:
+        return cached
+    node = np.asarray(mapping.node_of_rank, np.int64)
+    cores = np.asarray(mapping.cores, np.int64)
+    order = np.argsort(node, kind="stable")
+    used = cores[order]
+    before = np.cumsum(used) - used  # cores taken by the ranks before, over all nodes in node order
+    starts = np.r_[True, node[order][1:] != node[order][:-1]]
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+    first = np.empty(len(node), np.int64)
+    first[order] = before - before[run_start]
+    try:
+        object.__setattr__(mapping, "_first_cores", first)
+    except (AttributeError, TypeError):  # pragma: no cover - a placement that keeps no attributes
+        pass
+    return first

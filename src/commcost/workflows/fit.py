@@ -241,7 +241,7 @@ def fit_maxrate(options: FitOptions, columns) -> MaxrateFit:
         from commcost.io.platform_file import load_platform
 
         platform, _ = load_platform(options.platform)
-        intra = {c.name for c in platform.channels if c.level == "node"}
+        intra = {c.name for c in platform.channels if c.level in ("node", "cache")}
     else:
         intra = {"shm"}
     try:
