@@ -229,8 +229,8 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
 
         upper = np.where(used, np.inf, 1e-300)
         with threadpool_limits(limits=1, user_api="blas"):  # an SVD of k columns a step, thousands of steps:
-            # BLAS threads cost more than they give (Peak's bcast, 48 parameters: 28 s on one thread, 48 s on two
-            # of a quiet 2-core machine, 629 s beside two other fits)
+            # BLAS threads cost more than they give (Peak's bcast on platform-caches.toml: 28 s on one thread,
+            # 48 s on two of a quiet 2-core machine, 629 s beside two other fits)
             fit = least_squares(residual, np.where(used, np.minimum(theta / scale, 1.0), 0.0), jac=jacobian,
                                 bounds=(np.zeros(k), upper),
                                 loss=LOSS, f_scale=F_SCALE, ftol=1e-12, xtol=1e-12, gtol=1e-12)

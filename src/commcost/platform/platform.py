@@ -138,27 +138,15 @@ class Platform:
                     f"node {node.name!r} names {len(node.groups)} groups; expected one per level {list(self.levels)}",
                     where="nodes",
                 )
-        at_level = [-1] * len(all_levels)
-        cache = [index for index, channel in enumerate(self.channels) if channel.level == CACHE_LEVEL]
-        per_cache = np.array([node.type.cores_per_cache or 0 for node in self.nodes], dtype=np.int64)
-        if len(cache) > 1:
-            raise InputError(f"channels {self.channels[cache[0]].name!r} and {self.channels[cache[1]].name!r} both "
-                             f"serve level {CACHE_LEVEL!r}; expected one channel per level", where="channels")
-        if cache and not per_cache.any():
-            raise InputError(f"channel {self.channels[cache[0]].name!r} serves level {CACHE_LEVEL!r} but no node type "
-                             "states cores_per_cache; expected one that does", where="channels")
-        object.__setattr__(self, "_cache_channel", cache[0] if cache else -1)
-        object.__setattr__(self, "_cores_per_cache", per_cache)
+        slots = (CACHE_LEVEL, *all_levels)  # the cache level is inside the node's
+        at_level = [-1] * len(slots)
         for index, channel in enumerate(self.channels):
-            if channel.level == CACHE_LEVEL:
-                continue
-            if channel.level not in all_levels:
+            if channel.level not in slots:
                 raise InputError(
-                    f"channel {channel.name!r} has level {channel.level!r}; expected one of "
-                    f"{[CACHE_LEVEL, *all_levels]}",
+                    f"channel {channel.name!r} has level {channel.level!r}; expected one of {list(slots)}",
                     where="channels",
                 )
-            slot = all_levels.index(channel.level)
+            slot = slots.index(channel.level)
             if at_level[slot] >= 0:
                 raise InputError(
                     f"channels {self.channels[at_level[slot]].name!r} and {channel.name!r} both serve level "
@@ -166,6 +154,13 @@ class Platform:
                     where="channels",
                 )
             at_level[slot] = index
+        per_cache = np.array([node.type.cores_per_cache or 0 for node in self.nodes], dtype=np.int64)
+        if at_level[0] >= 0 and not per_cache.any():
+            raise InputError(f"channel {self.channels[at_level[0]].name!r} serves level {CACHE_LEVEL!r} but no node "
+                             "type states cores_per_cache; expected one that does", where="channels")
+        object.__setattr__(self, "_cache_channel", at_level[0])
+        object.__setattr__(self, "_cores_per_cache", per_cache)
+        at_level = at_level[1:]
         ids = [c.id for c in self.channels]
         if len(set(ids)) != len(ids):
             raise InputError("two channels have the same id; expected unique ids", where="channels")
@@ -232,7 +227,8 @@ class Platform:
             same_node = levels == 0
             if np.any(same_node):
                 first, per = first_cores(mapping), self._cores_per_cache[node[src]]
-                shared = same_node & (per > 0) & (first[src] // np.maximum(per, 1) == first[dst] // np.maximum(per, 1))
+                size = np.maximum(per, 1)
+                shared = same_node & (per > 0) & (first[src] // size == first[dst] // size)
                 chosen = np.where(shared, self._cache_channel, chosen)
         return chosen
 
