@@ -61,12 +61,12 @@ model's short/eager/rendezvous regimes (paper 001 section 3, Table 1).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
-from commcost.models.fields import channel_arrays, read_numbers, read_tables
+from commcost.models.fields import read_numbers, read_tables
 from commcost.models.symmetry import placed_fold
 from commcost.models.dependency_timeline import dependency_completions
 from commcost.models.timeline import serialized
@@ -76,18 +76,17 @@ def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.
     return alpha_s + beta_s_per_byte * nbytes
 
 
-def first_given(rows: list[Any], channel: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
-    """Per transmission, the first of ``names`` its channel gives (NaN where none does). Not a recursive
-    closure: one would hold the placed schedule in a reference cycle, freed only when the collector runs,
-    and a select kept every candidate's schedule alive until then (300 MB each at 1,024 ranks)."""
-    (values,) = channel_arrays(rows, (names[0],), channel)  # a value not given: NaN
-    for name in names[1:]:
-        missing = np.isnan(values)
-        if not missing.any():
-            break
-        (more,) = channel_arrays(rows, (name,), channel)
-        values = np.where(missing, more, values)
-    return values
+def first_given(rows: list[Any], names: tuple[str, ...]) -> np.ndarray:
+    """Per channel, the first of ``names`` it gives (NaN where none does)."""
+    out = np.full(len(rows), np.nan)
+    for c, row in enumerate(rows):
+        if row is not None:
+            for name in names:
+                given = getattr(row, name)
+                if given is not None and given == given:  # (NaN: not given)
+                    out[c] = given
+                    break
+    return out
 
 
 @dataclass(frozen=True)
@@ -172,8 +171,8 @@ class HockneyChannel:
         return out
 
 
-def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                                     np.ndarray | None, np.ndarray | None]:
+def protocol_times(rows: list[Any], placed: PlacedSchedule, resolved: "ChannelLaws | None" = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Per transmission (seconds): the wire's time (start to arrival), what it takes of its sender, when its
     send completes for the sender, and how long it holds its receiver: Hockney's alpha + beta m for all four
     on a classic channel; below an eager limit the sender's send_alpha + send_beta m and a send completed
@@ -181,43 +180,61 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule) -> tuple[np.ndarray,
     when its receiver has taken it (at the earliest its arrival). Fifth: which are above their channel's
     eager limit (rendezvous: :func:`~.dependency_timeline.dependency_completions`'s ``sync``); sixth, which
     eager ones are from its ``backpressure_from_bytes`` up (its ``pressed``); each None where none is. A
-    share not given is the wire's time."""
+    share not given is the wire's time. ``resolved``: :func:`resolve_laws` of ``rows``, when already known."""
+    laws = resolved if resolved is not None else resolve_laws(rows)
     m = placed.schedule.nbytes
-
-    def column(*names: str) -> np.ndarray:
-        return first_given(rows, placed.channel, names)
-
-    wire = hockney_time_s(m, column("alpha_s"), column("beta_s_per_byte"))
-    if all(row is None or row.classic for row in rows):
+    channel = placed.channel
+    if laws.law is None:  # every channel classic
+        wire = hockney_time_s(m, laws.alpha[channel], laws.beta[channel])
         return wire, wire, wire, wire, None, None
-    busy = hockney_time_s(m, column("send_alpha_s", "alpha_s"), column("send_beta_s_per_byte", "beta_s_per_byte"))
-    held = hockney_time_s(m, column("recv_alpha_s", "alpha_s"), column("recv_beta_s_per_byte", "beta_s_per_byte"))
-    copy = column("copy_limit_bytes")
+    copy, limit, held_from = laws.copy[channel], laws.limit[channel], laws.held_from
     bulk = m > np.where(np.isnan(copy), np.inf, copy)  # eager above the copy limit (the limit: below the eager one)
-    if bulk.any():
-        wire[bulk] = hockney_time_s(m, column("bulk_alpha_s"), column("bulk_beta_s_per_byte"))[bulk]
-        busy[bulk] = hockney_time_s(m, column("bulk_send_alpha_s", "send_alpha_s", "bulk_alpha_s"),
-                                    column("bulk_send_beta_s_per_byte", "send_beta_s_per_byte",
-                                           "bulk_beta_s_per_byte"))[bulk]
-        held[bulk] = hockney_time_s(m, column("bulk_recv_alpha_s", "recv_alpha_s", "bulk_alpha_s"),
-                                    column("bulk_recv_beta_s_per_byte", "recv_beta_s_per_byte",
-                                           "bulk_beta_s_per_byte"))[bulk]
-    sent = busy.copy()
-    limit = column("eager_limit_bytes")
     above = m > np.where(np.isnan(limit), np.inf, limit)
-    if above.any():
-        wire[above] = hockney_time_s(m, column("rendezvous_alpha_s"), column("rendezvous_beta_s_per_byte"))[above]
-        busy[above] = hockney_time_s(m, column("rendezvous_send_alpha_s"),
-                                     column("rendezvous_send_beta_s_per_byte"))[above]
-        held[above] = hockney_time_s(m, column("rendezvous_recv_alpha_s", "rendezvous_alpha_s"),
-                                     column("rendezvous_recv_beta_s_per_byte", "rendezvous_beta_s_per_byte"))[above]
-        sent[above] = wire[above]
+    regime = np.where(above, 2, np.where(bulk, 1, 0))
+    coef = laws.law[channel * 3 + regime]
+    wire = hockney_time_s(m, coef[:, 0], coef[:, 1])
+    busy = hockney_time_s(m, coef[:, 2], coef[:, 3])
+    held = hockney_time_s(m, coef[:, 4], coef[:, 5])
+    sent = np.where(above, wire, busy)  # a rendezvous send completes when its receiver has taken it
     pressed = None
-    held_from = column("backpressure_from_bytes")
-    if not np.isnan(held_from).all():  # eager senders held while their receiver's queue drains
-        pressed = m >= np.where(np.isnan(held_from), np.inf, held_from)
+    if held_from is not None:  # eager senders held while their receiver's queue drains
+        pressed = m >= np.where(np.isnan(held_from), np.inf, held_from)[channel]
         pressed &= ~above
     return wire, busy, sent, held, (above if above.any() else None), pressed
+
+
+LAWS = (  # per regime (eager, bulk, rendezvous): wire, busy, held x (alpha, beta), each the first its channel gives
+    (("alpha_s",), ("beta_s_per_byte",), ("send_alpha_s", "alpha_s"), ("send_beta_s_per_byte", "beta_s_per_byte"),
+     ("recv_alpha_s", "alpha_s"), ("recv_beta_s_per_byte", "beta_s_per_byte")),
+    (("bulk_alpha_s",), ("bulk_beta_s_per_byte",), ("bulk_send_alpha_s", "send_alpha_s", "bulk_alpha_s"),
+     ("bulk_send_beta_s_per_byte", "send_beta_s_per_byte", "bulk_beta_s_per_byte"),
+     ("bulk_recv_alpha_s", "recv_alpha_s", "bulk_alpha_s"),
+     ("bulk_recv_beta_s_per_byte", "recv_beta_s_per_byte", "bulk_beta_s_per_byte")),
+    (("rendezvous_alpha_s",), ("rendezvous_beta_s_per_byte",), ("rendezvous_send_alpha_s",),
+     ("rendezvous_send_beta_s_per_byte",), ("rendezvous_recv_alpha_s", "rendezvous_alpha_s"),
+     ("rendezvous_recv_beta_s_per_byte", "rendezvous_beta_s_per_byte")))
+
+
+class ChannelLaws(NamedTuple):
+    """What :func:`protocol_times` needs of the per-channel rows, resolved once per channel (NaN: not given)."""
+
+    alpha: np.ndarray  # per channel: alpha_s and beta_s_per_byte
+    beta: np.ndarray
+    law: np.ndarray | None  # (channels x 3 regimes, 6): :data:`LAWS`; None where every channel is classic
+    copy: np.ndarray  # per channel: copy_limit_bytes, eager_limit_bytes, backpressure_from_bytes (None: none)
+    limit: np.ndarray
+    held_from: np.ndarray | None
+
+
+def resolve_laws(rows: list[Any]) -> ChannelLaws:
+    """The :class:`ChannelLaws` of per-channel rows (None: a channel no transmission uses)."""
+    alpha, beta = first_given(rows, ("alpha_s",)), first_given(rows, ("beta_s_per_byte",))
+    copy, limit = first_given(rows, ("copy_limit_bytes",)), first_given(rows, ("eager_limit_bytes",))
+    if all(row is None or row.classic for row in rows):
+        return ChannelLaws(alpha, beta, None, copy, limit, None)
+    law = np.stack([np.stack([first_given(rows, names) for names in regime], axis=1) for regime in LAWS], axis=1)
+    held_from = first_given(rows, ("backpressure_from_bytes",))
+    return ChannelLaws(alpha, beta, law.reshape(-1, 6), copy, limit, None if np.isnan(held_from).all() else held_from)
 
 
 @dataclass(frozen=True)
@@ -250,7 +267,12 @@ class Hockney(Model):
         return self._protocol(placed)[0]
 
     def _protocol(self, placed: PlacedSchedule) -> tuple:
-        return protocol_times(channel_table(self.params.channels, placed, self.NAME), placed)
+        rows = channel_table(self.params.channels, placed, self.NAME)
+        key = tuple(id(row) for row in rows)  # the rows are this model's own channel objects: ids stay theirs
+        cache = self.__dict__.setdefault("_resolved", {})
+        if key not in cache:
+            cache[key] = resolve_laws(rows)
+        return protocol_times(rows, placed, cache[key])
 
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         """alpha + beta m (the receiver's share where the channel has one): what a message holds its receiver,
