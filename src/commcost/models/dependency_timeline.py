@@ -328,6 +328,15 @@ def _per_transmission(a, n: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.float64)
 
 
+def _flags(a, n: int) -> np.ndarray:
+    """``a`` as n contiguous booleans (None: all false; a scalar repeated); a flag array already so, as it is."""
+    if a is None:
+        return np.zeros(n, np.bool_)
+    if isinstance(a, np.ndarray) and a.dtype == np.bool_ and a.shape == (n,) and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.bool_)
+
+
 STRUCTURE_KEY = "_dependency_structure"  # where a schedule keeps its structure once computed
 
 
@@ -385,9 +394,7 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
     busy, inject, flight = (_per_transmission(a, n) for a in (send_busy_s, inject_s, flight_s))
     service = np.zeros(n) if recv_service_s is None else _per_transmission(recv_service_s, n)
     occupancy = np.zeros(n) if recv_occupancy_s is None else _per_transmission(recv_occupancy_s, n)
-    synchronous, held = (np.zeros(n, np.bool_) if a is None else np.ascontiguousarray(np.broadcast_to(a, (n,)),
-                                                                                        dtype=np.bool_)
-                         for a in (sync, pressed))
+    synchronous, held = (_flags(a, n) for a in (sync, pressed))
     if not ordered and not np.any(service) and (not np.any(occupancy) or alone):
         # no receiver queues: a message is taken at its arrival, so a synchronous send waits for nothing more
         start, done = _one_pass(*args, busy, inject, flight, nprocs, serialize)

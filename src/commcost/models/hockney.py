@@ -187,20 +187,38 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule, resolved: "ChannelLa
     if laws.law is None:  # every channel classic
         wire = hockney_time_s(m, laws.alpha[channel], laws.beta[channel])
         return wire, wire, wire, wire, None, None
-    copy, limit, held_from = laws.copy[channel], laws.limit[channel], laws.held_from
-    bulk = m > np.where(np.isnan(copy), np.inf, copy)  # eager above the copy limit (the limit: below the eager one)
-    above = m > np.where(np.isnan(limit), np.inf, limit)
-    regime = np.where(above, 2, np.where(bulk, 1, 0))
-    coef = laws.law[channel * 3 + regime]
+    index, above, pressed = _regimes(placed, laws)
+    coef = laws.law[index]
     wire = hockney_time_s(m, coef[:, 0], coef[:, 1])
     busy = hockney_time_s(m, coef[:, 2], coef[:, 3])
     held = hockney_time_s(m, coef[:, 4], coef[:, 5])
-    sent = np.where(above, wire, busy)  # a rendezvous send completes when its receiver has taken it
+    sent = busy if above is None else np.where(above, wire, busy)  # a rendezvous send: when its receiver took it
+    return wire, busy, sent, held, above, pressed
+
+
+REGIMES_KEY = "_hockney_regimes"  # where a placed schedule keeps its split by regime, per set of limits
+
+
+def _regimes(placed: PlacedSchedule, laws: "ChannelLaws") -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Per transmission: its row of ``laws.law`` (its channel's eager, bulk or rendezvous law), which are above
+    their channel's eager limit and which eager ones are pressed (None: none), kept on ``placed`` for the next
+    pricing with the same limits (a fit prices the same schedules hundreds of times)."""
+    key = (laws.copy.tobytes(), laws.limit.tobytes(), None if laws.held_from is None else laws.held_from.tobytes())
+    kept = placed.__dict__.get(REGIMES_KEY)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    m, channel = placed.schedule.nbytes, placed.channel
+    copy, limit = laws.copy[channel], laws.limit[channel]
+    bulk = m > np.where(np.isnan(copy), np.inf, copy)  # eager above the copy limit (the limit: below the eager one)
+    above = m > np.where(np.isnan(limit), np.inf, limit)
+    index = channel * 3 + np.where(above, 2, np.where(bulk, 1, 0))
     pressed = None
-    if held_from is not None:  # eager senders held while their receiver's queue drains
-        pressed = m >= np.where(np.isnan(held_from), np.inf, held_from)[channel]
+    if laws.held_from is not None:  # eager senders held while their receiver's queue drains
+        pressed = m >= np.where(np.isnan(laws.held_from), np.inf, laws.held_from)[channel]
         pressed &= ~above
-    return wire, busy, sent, held, (above if above.any() else None), pressed
+    found = (index, above if above.any() else None, pressed)
+    placed.__dict__[REGIMES_KEY] = (key, found)  # (a frozen dataclass: its fields stay as they are)
+    return found
 
 
 LAWS = (  # per regime (eager, bulk, rendezvous): wire, busy, held x (alpha, beta), each the first its channel gives
