@@ -211,6 +211,22 @@ def test_eager_messages_above_the_copy_limit_have_their_own_law(platform):
     assert err.value.where == "copy_limit_bytes"
 
 
+def test_a_scaled_copy_is_priced_in_the_regimes_of_its_own_sizes(platform):
+    """A placed schedule keeps its split into eager, bulk and rendezvous messages for the next pricing; a
+    copy scaled to other sizes (select prices a grid of sizes on one built schedule) carries what the
+    original kept, and must not take its split: 1 KiB scaled to 3 KiB and to 8 KiB prices as the schedules
+    built at 3 and 8 KiB (bulk and rendezvous), and the 1 KiB original as before."""
+    model = Hockney(HockneyParams.from_dict({"shm": {**PROTOCOL, **BULK}}))
+    small = _linear_bcast(platform, 4, 1024)
+    before = model.rank_ends_s(small)
+    for nbytes in (3072, 8192):
+        scaled = small.scaled(nbytes / 1024)
+        assert model.rank_ends_s(scaled) == pytest.approx(model.rank_ends_s(_linear_bcast(platform, 4, nbytes)),
+                                                          rel=1e-12)
+        small.keep_derived(scaled)
+        assert model.rank_ends_s(small) == pytest.approx(before, rel=1e-12)
+
+
 def test_the_platform_states_a_copy_limit_below_the_eager_limit(platform, tmp_path):
     """A channel's copy limit frees the bulk law's six parameters in a fit (18 for the channel); one not
     below the eager limit is one line naming the field."""
