@@ -206,8 +206,8 @@ def _regimes(placed: PlacedSchedule, laws: "ChannelLaws") -> tuple[np.ndarray, n
     key = (laws.copy.tobytes(), laws.limit.tobytes(), None if laws.held_from is None else laws.held_from.tobytes())
     m, channel = placed.schedule.nbytes, placed.channel
     kept = placed.__dict__.get(REGIMES_KEY)  # (a scaled copy inherits it, with other sizes: then not its own)
-    if kept is not None and kept[0] is m and kept[1] is channel and kept[2] == key:
-        return kept[3]
+    if kept is not None and kept[0] is m and kept[1] == key:
+        return kept[2]
     copy, limit = laws.copy[channel], laws.limit[channel]
     bulk = m > np.where(np.isnan(copy), np.inf, copy)  # eager above the copy limit (the limit: below the eager one)
     above = m > np.where(np.isnan(limit), np.inf, limit)
@@ -217,7 +217,7 @@ def _regimes(placed: PlacedSchedule, laws: "ChannelLaws") -> tuple[np.ndarray, n
         pressed = m >= np.where(np.isnan(laws.held_from), np.inf, laws.held_from)[channel]
         pressed &= ~above
     found = (index, above if above.any() else None, pressed)
-    placed.__dict__[REGIMES_KEY] = (m, channel, key, found)  # (a frozen dataclass: its fields stay as they are)
+    placed.__dict__[REGIMES_KEY] = (m, key, found)  # (a frozen dataclass: its fields stay as they are)
     return found
 
 
