@@ -10,9 +10,10 @@ from typing import Any, ClassVar, Mapping as TMapping
 import numpy as np
 
 from commcost.errors import InputError
-from commcost.models.dependency_timeline import STRUCTURE_KEY
+from commcost.models.dependency_timeline import STRUCTURE_KEY, TransmissionTimes, dependency_completions
 from commcost.models.group_max import group_max
 from commcost.models.reduction import ReductionLaw
+from commcost.models.symmetry import placed_fold
 from commcost.models.timeline import queue_done
 from commcost.platform import Mapping, Platform
 from commcost.schedule import Schedule
@@ -331,6 +332,19 @@ class Model(abc.ABC):
             return float(self.end_times(placed).max(initial=0.0))
         return float(self.phase_times_s(placed) @ placed.schedule.repeat)
 
+    def transmission_times(self, placed: PlacedSchedule) -> TransmissionTimes | None:
+        """Each transmission's times as :mod:`.dependency_timeline`'s recurrences take them, for a model that
+        prices a dependency schedule by them alone (then :meth:`completions` is
+        :func:`completions_of_times` of them, and :func:`commcost.models.parameter_sets.statistics_s` prices
+        many parameter sets in one walk); None for a model that prices otherwise (contention, queues)."""
+        return None
+
+    @classmethod
+    def time_columns(cls, models: "list[Model]", placed: PlacedSchedule) -> TransmissionTimes | None:
+        """The :meth:`transmission_times` of several parameter sets of this model as (n, sets) columns (the same
+        numbers), or None where a set has none or the sets flag different rendezvous or pressed sends."""
+        return stack_times([m.transmission_times(placed) for m in models])
+
     def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
         """``(sent, done)`` per transmission of a dependency schedule, seconds from its start: when its send
         completed for its sender (a blocking send returned, a Waitall saw it) and when its receiver was done
@@ -374,6 +388,60 @@ class Model(abc.ABC):
         if explain:
             cost.explain = self.explain(placed, cost)
         return cost
+
+
+def _same_flags(flags: list) -> bool:
+    """Whether every set flags the same transmissions (None: none)."""
+    first = flags[0]
+    return all((first is None) == (other is None) and (first is None or np.array_equal(first, other))
+               for other in flags[1:])
+
+
+def columns_of(values: list, n: int) -> np.ndarray | None:
+    """c per-transmission arrays (None: zeros) as the columns of an (n, c) array; None where all are None."""
+    if all(v is None for v in values):
+        return None
+    out = np.zeros((n, len(values)))
+    for q, v in enumerate(values):
+        if v is not None:
+            out[:, q] = v
+    return out
+
+
+def service_columns(models: list, placed: PlacedSchedule) -> np.ndarray | None:
+    """Each model's :meth:`Model.receive_service_s` of ``placed`` as (n, sets) columns (None: none has any), a
+    reduction law shared by several sets computed once."""
+    known: dict = {}
+    values = []
+    for model in models:
+        law = model.reduction
+        key = None if law is None else (law.m.tobytes(), law.time_s.tobytes(), law.beyond_m)
+        if key not in known:
+            known[key] = model.receive_service_s(placed)
+        values.append(known[key])
+    return columns_of(values, placed.schedule.ntransmissions)
+
+
+def stack_times(times: list) -> TransmissionTimes | None:
+    """c sets of :class:`~.dependency_timeline.TransmissionTimes` as one of (n, c) columns (None: a set has
+    none, or the sets flag different sends)."""
+    if not times or any(t is None for t in times) or not _same_flags([t.sync for t in times]) \
+            or not _same_flags([t.pressed for t in times]):
+        return None
+    n = len(times[0].send_busy)
+    return TransmissionTimes(*(columns_of([getattr(t, name) for t in times], n)
+                               for name in TransmissionTimes._fields[:5]), times[0].sync, times[0].pressed)
+
+
+def completions_of_times(placed: PlacedSchedule, times: TransmissionTimes) -> tuple[np.ndarray, np.ndarray]:
+    """``(sent, done)`` of every transmission of a placed dependency schedule (:meth:`Model.completions`) from
+    its model's :class:`~.dependency_timeline.TransmissionTimes`, folded where one node's ranks repeat."""
+    s = placed.schedule
+    _, completed, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, times.send_busy,
+                                                times.inject, times.flight, times.service,
+                                                recv_occupancy_s=times.occupancy, recv_prev=s.recv_prev, schedule=s,
+                                                sync=times.sync, pressed=times.pressed, folded=placed_fold(placed))
+    return completed, done
 
 
 STATISTICS = ("max", "mean", "min", "rank0")  # over ranks: what a benchmark reports (Model.statistic_s)

@@ -69,9 +69,24 @@ order the schedule imposes). Both loops are compiled
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from commcost.jit import njit
+
+
+class TransmissionTimes(NamedTuple):
+    """What a model says of each transmission of a dependency schedule, the recurrences of the module
+    docstring's inputs (seconds; None: zeros, or no flag set)."""
+
+    send_busy: np.ndarray
+    inject: np.ndarray
+    flight: np.ndarray
+    service: np.ndarray | None
+    occupancy: np.ndarray | None
+    sync: np.ndarray | None = None
+    pressed: np.ndarray | None = None
 
 
 def successors(after_ptr: np.ndarray, after_idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,6 +172,20 @@ def _heap_pop(key, ids, size):  # pragma: no cover
 
 
 @njit(inline=True)
+def _first_ready(pending, prev, serialize):  # pragma: no cover
+    """The stack of the event loops (room for every transmission twice) holding those that wait for nothing:
+    no dependency, and, with ``serialize``, no earlier send of their sender. Returns (stack, top)."""
+    n = len(pending)
+    stack = np.empty(2 * n + 1, np.int64)
+    top = 0
+    for i in range(n):
+        if pending[i] == 0 and (not serialize or prev[i] < 0):
+            stack[top] = i
+            top += 1
+    return stack, top
+
+
+@njit(inline=True)
 def _release(i, t, rank, src, succ_ptr, succ_idx, ready, pending, prev, started, serialize, stack,
              top):  # pragma: no cover
     """What ``rank`` waited for on i (its reception, for i's receiver; its send's completion, for i's
@@ -229,12 +258,7 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
     key = np.empty(n)
     ids = np.empty(n, np.int64)
     size = 0
-    stack = np.empty(2 * n + 1, np.int64)
-    top = 0
-    for i in range(n):
-        if pending[i] == 0 and (not serialize or prev[i] < 0):
-            stack[top] = i
-            top += 1
+    stack, top = _first_ready(pending, prev, serialize)
     remaining = n
     while remaining > 0:
         while top > 0:

@@ -65,10 +65,10 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
+from commcost.models.base import (Cost, Model, PlacedSchedule, channel_table, completions_of_times, register_model,
+                                  service_columns)
 from commcost.models.fields import read_numbers, read_tables
-from commcost.models.symmetry import placed_fold
-from commcost.models.dependency_timeline import dependency_completions
+from commcost.models.dependency_timeline import TransmissionTimes
 from commcost.models.timeline import serialized
 
 def hockney_time_s(nbytes: np.ndarray, alpha_s: np.ndarray, beta_s_per_byte: np.ndarray) -> np.ndarray:
@@ -196,6 +196,11 @@ def protocol_times(rows: list[Any], placed: PlacedSchedule, resolved: "ChannelLa
     return wire, busy, sent, held, above, pressed
 
 
+def _limits_key(laws: "ChannelLaws") -> tuple:
+    """What splits transmissions into regimes: the channels' copy, eager and backpressure limits."""
+    return laws.copy.tobytes(), laws.limit.tobytes(), None if laws.held_from is None else laws.held_from.tobytes()
+
+
 REGIMES_KEY = "_hockney_regimes"  # where a placed schedule keeps its split by regime, per set of limits
 
 
@@ -203,7 +208,7 @@ def _regimes(placed: PlacedSchedule, laws: "ChannelLaws") -> tuple[np.ndarray, n
     """Per transmission: its row of ``laws.law`` (its channel's eager, bulk or rendezvous law), which are above
     their channel's eager limit and which eager ones are pressed (None: none), kept on ``placed`` for the next
     pricing with the same limits (a fit prices the same schedules hundreds of times)."""
-    key = (laws.copy.tobytes(), laws.limit.tobytes(), None if laws.held_from is None else laws.held_from.tobytes())
+    key = _limits_key(laws)
     m, channel = placed.schedule.nbytes, placed.channel
     kept = placed.__dict__.get(REGIMES_KEY)  # (a scaled copy inherits it, with other sizes: then not its own)
     if kept is not None and kept[0] is m and kept[1] == key:
@@ -284,13 +289,34 @@ class Hockney(Model):
     def _times(self, placed: PlacedSchedule) -> np.ndarray:
         return self._protocol(placed)[0]
 
-    def _protocol(self, placed: PlacedSchedule) -> tuple:
+    def _laws(self, placed: PlacedSchedule) -> tuple[list, "ChannelLaws"]:
+        """The per-channel rows ``placed`` reads and their :class:`ChannelLaws`, resolved once per model."""
         rows = channel_table(self.params.channels, placed, self.NAME)
         key = tuple(id(row) for row in rows)  # the rows are this model's own channel objects: ids stay theirs
         cache = self.__dict__.setdefault("_resolved", {})
         if key not in cache:
             cache[key] = resolve_laws(rows)
-        return protocol_times(rows, placed, cache[key])
+        return rows, cache[key]
+
+    def _protocol(self, placed: PlacedSchedule) -> tuple:
+        rows, laws = self._laws(placed)
+        return protocol_times(rows, placed, laws)
+
+    @classmethod
+    def time_columns(cls, models: list, placed: PlacedSchedule) -> TransmissionTimes | None:
+        """Several parameter sets' :meth:`transmission_times` as columns, their laws gathered for every set at
+        once (the same numbers as one set at a time) where they share their limits (a fit's sets do)."""
+        laws = [m._laws(placed)[1] for m in models]
+        first = laws[0]
+        key = _limits_key(first) if first.law is not None else None
+        if key is None or any(law.law is None or _limits_key(law) != key for law in laws):
+            return super().time_columns(models, placed)
+        index, above, pressed = _regimes(placed, first)
+        coef = np.stack([law.law for law in laws], axis=1)[index]  # (n, sets, 6)
+        m = placed.schedule.nbytes[:, None]
+        wire, busy, held = (hockney_time_s(m, coef[:, :, 2 * r], coef[:, :, 2 * r + 1]) for r in range(3))
+        sent = busy if above is None else np.where(above[:, None], wire, busy)
+        return TransmissionTimes(busy, sent, wire, service_columns(models, placed), held, above, pressed)
 
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         """alpha + beta m (the receiver's share where the channel has one): what a message holds its receiver,
@@ -309,17 +335,18 @@ class Hockney(Model):
             sent = start + wire
         return self.phased_receptions(placed, sent)
 
+    def transmission_times(self, placed: PlacedSchedule) -> TransmissionTimes:
+        """A sender is taken for its share, its send completes then (eager), when the message has arrived
+        (classic Hockney) or when its receiver has taken it (rendezvous: ``sync``); the message arrives a
+        wire time after it starts and holds its receiver for the receiver's share."""
+        wire, busy, sent, held, rendezvous, pressed = self._protocol(placed)
+        return TransmissionTimes(busy, sent, wire, self.receive_service_s(placed), held, rendezvous, pressed)
+
     def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
         """A send completes when its sender's share is done (eager), when the message has arrived (classic
         Hockney), or when its receiver has taken it (rendezvous: the sender waits for the receiver's turn);
         its receiver is done as :meth:`end_times` says."""
-        s = placed.schedule
-        wire, busy, sent, held, rendezvous, pressed = self._protocol(placed)
-        _, completed, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, sent,
-                                                    wire, self.receive_service_s(placed), recv_occupancy_s=held,
-                                                    recv_prev=s.recv_prev, schedule=s, sync=rendezvous,
-                                                    pressed=pressed, folded=placed_fold(placed))
-        return completed, done
+        return completions_of_times(placed, self.transmission_times(placed))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

@@ -32,10 +32,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, register_model
+from commcost.models.base import Cost, Model, PlacedSchedule, channel_table, completions_of_times, register_model
 from commcost.models.fields import channel_arrays, read_numbers, read_tables
-from commcost.models.symmetry import placed_fold
-from commcost.models.dependency_timeline import dependency_times
+from commcost.models.dependency_timeline import TransmissionTimes
 from commcost.models.timeline import LogGPArrays, loggp_end_times, loggp_receive_occupancy
 
 LAW = ("inj = o_send + (m-1)*G; a sender starts its next message max(g, inj) later; "
@@ -64,18 +63,24 @@ def end_times_of(placed: PlacedSchedule, params: LogGPArrays, reduction_s: np.nd
     return loggp_end_times(s.phase, s.src, s.dst, s.nprocs, s.nbytes, params, reduction_s)
 
 
-def completions_of(placed: PlacedSchedule, params: LogGPArrays,
-                   reduction_s: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(sent, done)`` of every transmission of a dependency schedule (:meth:`Model.completions`): a send
-    completes o_send + (m-1) G after it starts; its receiver is done as :func:`end_times_of` says."""
+def transmission_times_of(placed: PlacedSchedule, params: LogGPArrays,
+                          reduction_s: np.ndarray | None = None) -> TransmissionTimes:
+    """Each transmission's times under LogGP (:func:`end_times_of`): the sender busy max(g, inj) with
+    inj = o_send + (m-1) G, its send completed after inj, the message in inj + L after it starts, the
+    receiver's port held max(g, (m-1) G), then o_recv (plus ``reduction_s``) of its processor."""
     s = placed.schedule
     o_send, o_recv, L, g, G = (np.asarray(a, dtype=np.float64) for a in params)
     inject = o_send + np.maximum(s.nbytes - 1.0, 0.0) * G
     service = o_recv if reduction_s is None else o_recv + reduction_s
-    start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, np.maximum(g, inject), inject,
-                                   inject + L, service, recv_occupancy_s=loggp_receive_occupancy(s.nbytes, g, G),
-                                   recv_prev=s.recv_prev, schedule=s, folded=placed_fold(placed))
-    return start + inject, done
+    return TransmissionTimes(np.maximum(g, inject), inject, inject + L, service,
+                             loggp_receive_occupancy(s.nbytes, g, G))
+
+
+def completions_of(placed: PlacedSchedule, params: LogGPArrays,
+                   reduction_s: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sent, done)`` of every transmission of a dependency schedule (:meth:`Model.completions`): a send
+    completes o_send + (m-1) G after it starts; its receiver is done as :func:`end_times_of` says."""
+    return completions_of_times(placed, transmission_times_of(placed, params, reduction_s))
 
 
 def receive_occupancy_of(placed: PlacedSchedule, params: LogGPArrays) -> np.ndarray:
@@ -149,9 +154,12 @@ class LogGP(Model):
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         return receive_occupancy_of(placed, self.params.per_transmission(placed.schedule.ntransmissions))
 
+    def transmission_times(self, placed: PlacedSchedule) -> TransmissionTimes:
+        return transmission_times_of(placed, self.params.per_transmission(placed.schedule.ntransmissions),
+                                     self.reduction_service_s(placed.schedule))
+
     def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        return completions_of(placed, self.params.per_transmission(placed.schedule.ntransmissions),
-                              self.reduction_service_s(placed.schedule))
+        return completions_of_times(placed, self.transmission_times(placed))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW, "params": self.params.to_dict()}
@@ -172,8 +180,12 @@ class LogGPH(Model):
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         return receive_occupancy_of(placed, self.params.per_transmission(placed))
 
+    def transmission_times(self, placed: PlacedSchedule) -> TransmissionTimes:
+        return transmission_times_of(placed, self.params.per_transmission(placed),
+                                     self.reduction_service_s(placed.schedule))
+
     def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        return completions_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
+        return completions_of_times(placed, self.transmission_times(placed))
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW + " (parameters per channel)", "params": self.params.to_dict()}

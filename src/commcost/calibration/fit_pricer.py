@@ -1,0 +1,160 @@
+"""What a fit to collective timings prices: every training point's schedule under one model at a theta.
+
+:class:`Pricer` is the ``price(theta)`` of :func:`~.fit_from_collectives.fit_model`: each placed training
+schedule priced with the parameters theta lays out (:mod:`.fit_layout`), the statistic over ranks its
+benchmark reported, and, for the fit's finite differences, many thetas at once
+(:meth:`Pricer.columns`, :mod:`commcost.models.parameter_sets`). tau-Lop is priced from the tables of its
+fitted family (:func:`taulop_tables`), reductions at a fitted rate (:func:`reduction_law`).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from commcost.calibration.fit_layout import layout_of
+
+
+def taulop_tau_max(placed) -> int:
+    """The concurrencies the fitted tau-Lop tables cover: twice the largest training P (a linear
+    algorithm's root alone has P - 1 transmissions on its channel at once)."""
+    return 2 * max((max(p.schedule.nprocs, p.mapping.nprocs) for p in placed), default=1)  # a folded one: its P
+
+
+def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
+                  sizes: Sequence[float] = (1.0, 2.0)) -> dict[str, dict[str, list]]:
+    """The tau-Lop tables of :mod:`.fit_from_collectives`'s family for ``theta`` (o_s, L_s, G per table in
+    ``tables`` order), rows at ``sizes``, concurrencies 1..tau_max: o(m) = o_s, L(m, tau) = L_s + tau m G.
+    Two rows suffice to price (the tables are read with ``beyond_m = "slope"``)."""
+    m = np.asarray(sizes, dtype=np.float64)
+    tau = np.arange(1, tau_max + 1, dtype=np.float64)
+    out = {}
+    for i, name in enumerate(tables):
+        o, latency, per_byte = (float(v) for v in theta[3 * i:3 * i + 3])
+        out[name] = {"m": m.tolist(), "o_s": [o] * len(m), "L_s": (latency + np.outer(m, tau) * per_byte).tolist()}
+    return out
+
+
+def reduction_law(rate_s_per_byte: float):
+    """gamma(m) = rate x m as a :class:`~commcost.models.reduction.ReductionLaw` (a two-point table through
+    the origin, continued along its slope): what a fitted reduction rate prices."""
+    from commcost.models.reduction import ReductionLaw
+
+    return ReductionLaw("fitted", np.array([0.0, 1.0]), np.array([0.0, float(rate_s_per_byte)]), beyond_m="slope")
+
+
+class Pricer:
+    """``price(theta)``: every placed schedule's time under ``model`` (hockney, loggph or taulop) with the
+    :data:`~.fit_layout.MODEL_PARAMS` of each of ``channels`` (tau-Lop: tables,
+    :func:`~.fit_from_collectives.fitted_units`) in order taken
+    from ``theta``: the statistic over ranks each point's benchmark reported (``statistics``, one per
+    schedule, :meth:`Model.statistic_s`; None: the last rank's, the schedule's total). A mean or a minimum
+    over ranks of piecewise-linear ends is piecewise linear in theta too: the fit's steps stay exact.
+    ``extra``: the trailing parameters of theta beyond the channels' (:func:`~.fit_from_collectives.extra_parameters`).
+
+    ``price(theta, rows)`` prices only the points ``rows`` (indices); ``touches[i, j]`` says whether
+    parameter j can move point i at all (its schedule has a transmission on the parameter's channel, or
+    reads its tau-Lop table; the reduction rate moves schedules with a combining transmission only), so a finite
+    difference in j need only price the points it touches: the others' prices are the same numbers."""
+
+    def __init__(self, model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
+                 extra: Sequence[str] = (), limits: dict[str, int] | None = None,
+                 stated: dict[str, dict[str, float]] | None = None):
+        from commcost.models import MODELS
+
+        self.model, self.placed, self.channels = model, list(placed), list(channels)
+        self.statistics = None if statistics is None else list(statistics)
+        self.extra = list(extra)
+        self.limits = dict(limits or {})  # Hockney: channel -> eager limit (its protocol parameters fitted)
+        self.stated = dict(stated or {})  # channel -> its copy limit (its bulk law fitted), its backpressure
+        self.copies = {u: v["copy_limit_bytes"] for u, v in self.stated.items() if "copy_limit_bytes" in v}
+        self.layout = layout_of(model, channels, self.limits, self.stated)
+        self.params_class = MODELS[model].PARAMS
+        self.tau_max = taulop_tau_max(self.placed)
+        self.touches = self._touches()
+
+    def _touches(self) -> np.ndarray:
+        layout, n = self.layout, len(self.layout)
+        out = np.ones((len(self.placed), n + len(self.extra)), bool)
+        for i, p in enumerate(self.placed):
+            by_name = {c.name: c for c in p.platform.channels}
+            names = [c.name for c in p.platform.channels]
+            used = {names[c] for c in np.unique(p.channel).tolist()}
+            if self.model == "taulop":
+                used |= {t for c in list(used) for t in by_name[c].transfers}
+            sizes = {u: p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] for u in self.limits if u in used}
+            above = {u for u, m in sizes.items() if np.any(m > self.limits[u])}
+            below = {u for u, m in sizes.items() if np.any(m <= self.limits[u])}
+            bulk = {u for u, m in sizes.items() if u in self.copies
+                    and np.any((m > self.copies[u]) & (m <= self.limits[u]))}
+            for j, (unit, name) in enumerate(layout):
+                if name.startswith("rendezvous_"):  # only messages above the eager limit read them
+                    out[i, j] = unit in above
+                elif name.startswith("bulk_"):  # only eager messages above the copy limit
+                    out[i, j] = unit in bulk
+                elif unit in self.limits:
+                    out[i, j] = unit in below
+                else:
+                    out[i, j] = unit in used
+            if "reduction_s_per_byte" in self.extra:  # only a combining transmission pays gamma(m)
+                out[i, n + self.extra.index("reduction_s_per_byte")] = bool(p.schedule.combine.any())
+        return out
+
+    def model_at(self, theta: np.ndarray):
+        """The model priced with ``theta``'s parameters (and its reduction rate)."""
+        from commcost.models import MODELS
+
+        n, channels = len(self.layout), self.channels
+        if self.model == "taulop":
+            data: dict = {"beyond_m": "slope", **taulop_tables(theta[:n], channels, self.tau_max)}
+        else:
+            data = {c: ({"eager_limit_bytes": float(self.limits[c])} if c in self.limits else {}) for c in channels}
+            for c, values in self.stated.items():
+                data[c].update(values)
+            for j, (unit, name) in enumerate(self.layout):
+                data[unit][name] = float(theta[j])
+        priced = MODELS[self.model](self.params_class.from_dict(data))
+        if "reduction_s_per_byte" in self.extra:
+            priced.with_reduction(reduction_law(theta[n + self.extra.index("reduction_s_per_byte")]))
+        return priced
+
+    def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        priced = self.model_at(theta)
+        index = range(len(self.placed)) if rows is None else np.asarray(rows, dtype=np.int64).tolist()
+        if self.statistics is None:
+            return np.array([priced.total_time_s(self.placed[i]) for i in index], dtype=np.float64)
+        return np.array([priced.statistic_s(self.placed[i], self.statistics[i]) for i in index], dtype=np.float64)
+
+    def columns(self, thetas: Sequence[np.ndarray], which: np.ndarray) -> np.ndarray:
+        """Every point's price at each of ``thetas`` where ``which[i, j]`` (NaN elsewhere): what ``self(thetas[j],
+        rows)`` gives, the same numbers, with each point's sets priced together
+        (:func:`commcost.models.parameter_sets.statistics_s`: one walk of its schedule for all of them) where
+        the model prices by its :meth:`~commcost.models.base.Model.transmission_times`; set by set otherwise
+        (tau-Lop: each set's own caches stay warm across the points)."""
+        from commcost.models import MODELS
+        from commcost.models.base import Model
+        from commcost.models.parameter_sets import statistics_s
+
+        out = np.full((len(self.placed), len(thetas)), np.nan)
+        if MODELS[self.model].transmission_times is Model.transmission_times:
+            for j, theta in enumerate(thetas):
+                rows = np.flatnonzero(which[:, j])
+                if len(rows):
+                    out[rows, j] = self(theta, rows)
+            return out
+        models = [self.model_at(theta) for theta in thetas]
+        for i, placed in enumerate(self.placed):
+            cols = np.flatnonzero(which[i])
+            if len(cols):
+                statistic = "max" if self.statistics is None else self.statistics[i]
+                out[i, cols] = statistics_s([models[j] for j in cols.tolist()], placed, statistic)
+        return out
+
+
+def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
+           extra: Sequence[str] = (), limits: dict[str, int] | None = None,
+           stated: dict[str, dict[str, float]] | None = None) -> Pricer:
+    """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`; ``stated``:
+    :func:`stated_limits`)."""
+    return Pricer(model, placed, channels, statistics, extra, limits, stated)
