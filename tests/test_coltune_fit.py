@@ -66,7 +66,9 @@ def test_fit_select_beyond_the_training_range(imported, tmp_path, capsys):
     assert "shm" in out and "ib" in out and "per algorithm" in out
     fitted = load_params(params)
     assert set(fitted.for_model("hockney").channels) == {"shm", "ib"}
-    assert "per-algorithm correction for bcast: " in out  # kept or not by cross-validation over P
+    # kept or not by cross-validation over P, across nodes and (its own) on one node
+    assert "per-algorithm correction for bcast across nodes: " in out
+    assert "per-algorithm correction for bcast on one node: " in out
     for collective in ("bcast", "allreduce"):
         scale = fitted.algorithm_fit(collective, "binomial" if collective == "bcast" else "ring")
         assert scale is None or scale.b > 0
@@ -331,6 +333,70 @@ def test_no_fold_across_nodes_keeps_no_correction():
     modelled = np.array([m for p, m in zip(_two_algorithm_points(lambda t: t)[0], modelled) if p.nprocs != 32])
     choice = choose_corrections(points, modelled)["bcast"]
     assert choice.held_out == () and choice.form == "none" and "across nodes" in choice.why
+
+
+def test_one_node_points_get_a_correction_of_their_own():
+    """B measured a_s + b T on one node (a_s = 20 us, b = 0.2) and as modelled across nodes (P = 32, 64 at 16
+    per node): across nodes nothing is kept; the one-node points, cross-validated at P = 16 from P = 8, keep
+    the affine form, recovered there and applied to one-node points only."""
+    from commcost.calibration.algorithm_corrections import Correction, corrected
+
+    points, modelled = _two_algorithm_points(lambda t: t)
+    points = [Point(p.collective, p.algorithm, p.nprocs, p.nbytes,
+                    20e-6 + 0.2 * p.time_s if (p.algorithm == "b" and p.nodes == 1) else p.time_s, p.nodes)
+              for p in points]
+    choice = choose_corrections(points, modelled)["bcast"]
+    assert choice.multi_node and choice.form == "none" and choice.keep
+    assert not choice.one_node.multi_node and choice.one_node.held_out == (16,) and choice.one_node.form == "affine"
+    fitted = corrections(points, modelled, {"bcast": choice})["bcast"]
+    assert (fitted["b"].a_s, fitted["b"].b) == (0.0, 1.0)
+    assert fitted["b"].one_node.a_s == pytest.approx(20e-6, rel=1e-3)
+    assert fitted["b"].one_node.b == pytest.approx(0.2, rel=1e-3)
+    assert fitted["b"].at(True) is fitted["b"].one_node and fitted["b"].at(False) is fitted["b"]
+    assert fitted["a"].at(True).b == pytest.approx(1.0, rel=1e-6)
+    times = corrected(points, modelled, {"bcast": fitted})
+    assert np.allclose(times, [p.time_s for p in points], rtol=1e-3)
+    assert Correction(1.0, 2.0).at(True) == Correction(1.0, 2.0)
+
+
+def test_a_correction_learnt_on_one_node_serves_one_node_calls_only():
+    """Training rows all on one node: the corrections kept serve calls on one node (written as ``one_node``),
+    not calls across nodes, where the network they never saw dominates."""
+    points, modelled = _two_algorithm_points(lambda t: 20e-6 + 0.2 * t)
+    keep = [i for i, p in enumerate(points) if p.nodes == 1]
+    points, modelled = [points[i] for i in keep], modelled[keep]
+    choices = choose_corrections(points, modelled)
+    assert not choices["bcast"].multi_node and choices["bcast"].form == "affine" and choices["bcast"].one_node is None
+    fitted = corrections(points, modelled, choices)["bcast"]["b"]
+    assert (fitted.a_s, fitted.b) == (0.0, 1.0) and fitted.one_node.b == pytest.approx(0.2, rel=1e-3)
+
+
+def test_select_corrects_one_node_calls_by_their_own_fit(tmp_path):
+    """A parameter file's ``[algorithm_fit.<collective>.<name>.one_node]`` is read and applied where the
+    ranks share one node; the algorithm's general fit elsewhere; a malformed one is refused naming it."""
+    from commcost.errors import InputError
+    from commcost.io.params_file import load_params
+    from commcost.selection.select import scaled_pricer
+
+    path = tmp_path / "p.toml"
+    path.write_text('[hockney.shm]\nalpha_s = 1e-6\nbeta_s_per_byte = 1e-10\n'
+                    '[algorithm_fit.bcast.chain]\na_s = 0.0\nb = 1.0\nmodel = "hockney"\n'
+                    '[algorithm_fit.bcast.chain.one_node]\na_s = 1e-6\nb = 2.0\n')
+    fits = load_params(path).sections["algorithm_fit"]["bcast"]
+    assert fits["chain"].one_node.b == 2.0 and fits["chain"].one_node.a_s == 1e-6
+
+    class Alg:
+        library, name = "ompi", "chain"
+
+    class Pick:
+        algorithm = Alg()
+    price = scaled_pricer(lambda choice, nprocs, sizes, bound=None: np.full(len(sizes), 1e-5), fits,
+                          lambda nprocs: nprocs <= 16)
+    assert price(Pick(), 8, [1])[0] == pytest.approx(1e-6 + 2e-5)
+    assert price(Pick(), 32, [1])[0] == pytest.approx(1e-5)
+    path.write_text(path.read_text() + 'c = 1\n')
+    with pytest.raises(InputError, match="one_node"):
+        load_params(path)
 
 
 def test_taulop_fitted_to_collectives_writes_tables_select_reads(imported, tmp_path, capsys):

@@ -123,6 +123,7 @@ class CollectiveFit:
     steps: int
     pricings: int
     per_algorithm: dict[str, dict[str, float]] = field(default_factory=dict)
+    per_algorithm_corrected: dict[str, dict[str, float]] = field(default_factory=dict)  # with the kept corrections
     weak: list[str] = field(default_factory=list)  # parameters few points depend on: poorly identified
     confounded: list[str] = field(default_factory=list)  # groups only whose combination is identified
     correction_choices: dict[str, "CorrectionChoice"] = field(default_factory=dict)

@@ -118,9 +118,15 @@ def _print_table(evaluation: Evaluation, unit: str) -> None:
     if evaluation.strategy is not None:
         print("\n" + strategy_line(evaluation.strategy))
     fitted = (evaluation.fit_summary or {}).get("per_algorithm", {})
+    corrected = (evaluation.fit_summary or {}).get("per_algorithm_corrected", {})
     mine = {k: v for k, v in fitted.items() if k.split(".")[0] == collective.value}
     if mine:
+        more = any(k in corrected for k in mine)
         print(f"\nin-sample fit of the {collective.value} algorithms (the {evaluation.statistic} over ranks the rows "
-              "hold): measured / model, median |error|")
+              "hold): measured / model, median |error|" + ("; then with the corrections cross-validation kept, "
+                                                            "each point's regime's" if more else ""))
         for name, row in sorted(mine.items()):
-            print(f"  {name:<40} {row['mu']:>7.3f} {row['median_abs_pct']:>7.0f}%  ({int(row['points'])} points)")
+            extra = f" {corrected[name]['mu']:>7.3f} {corrected[name]['median_abs_pct']:>7.0f}%" if name in corrected \
+                else ""
+            print(f"  {name:<40} {row['mu']:>7.3f} {row['median_abs_pct']:>7.0f}%{extra}  "
+                  f"({int(row['points'])} points)")

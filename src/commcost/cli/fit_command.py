@@ -148,16 +148,23 @@ def _print_collectives(result: CollectivesFit) -> None:
         print(f"  not identified apart: {what}")
     print(f"  measured/model: geometric mean {total['mu']:.3f}, median |error| {total['median_abs_pct']:.0f}%, "
           f"90th percentile {total['p90_abs_pct']:.0f}%")
-    for collective, choice in fit.correction_choices.items():
-        if not choice.held_out:
-            print(f"  per-algorithm correction for {collective}: none ({choice.why})")
-            continue
-        scored = ", ".join(f"{form} {pct:.1f}%" for form, pct in choice.pct.items())
-        where = "across nodes" if choice.multi_node else "on one node"
-        print(f"  per-algorithm correction for {collective}: {choice.form} (cross-validated {where}: picks at P = "
-              f"{', '.join(map(str, choice.held_out))}, each with corrections fitted below it; mean penalty "
-              f"{scored}; {choice.points} points)")
-    print("  per algorithm (geometric mean measured/model, median |error|):")
+    for collective, main in fit.correction_choices.items():
+        for choice in (main, main.one_node):
+            if choice is None:
+                continue
+            where = "across nodes" if choice.multi_node else "on one node"
+            if not choice.held_out:
+                print(f"  per-algorithm correction for {collective} {where}: none ({choice.why})")
+                continue
+            scored = ", ".join(f"{form} {pct:.1f}%" for form, pct in choice.pct.items())
+            print(f"  per-algorithm correction for {collective} {where}: {choice.form} (cross-validated: picks at "
+                  f"P = {', '.join(map(str, choice.held_out))}, each with corrections fitted below it; mean "
+                  f"penalty {scored}; {choice.points} points)")
+    corrected = fit.per_algorithm_corrected
+    print("  per algorithm (geometric mean measured/model, median |error|" +
+          ("; then with the kept corrections, each point's regime's" if corrected else "") + "):")
     for key, figures in fit.per_algorithm.items():
-        print(f"    {key:<34} {figures['mu']:7.3f}  {figures['median_abs_pct']:6.0f}%  ({figures['points']} points)")
+        more = f"   {corrected[key]['mu']:7.3f}  {corrected[key]['median_abs_pct']:6.0f}%" if key in corrected else ""
+        print(f"    {key:<34} {figures['mu']:7.3f}  {figures['median_abs_pct']:6.0f}%{more}  "
+              f"({figures['points']} points)")
     print(f"wrote {result.options.out}")

@@ -144,14 +144,28 @@ class AlgorithmFit:
     a_s: float
     b: float
     model: str = ""
+    one_node: "AlgorithmFit | None" = None  # for calls whose ranks share one node, where that regime has its own
 
     def apply(self, model_s):
         """a_s + b T_model (seconds)."""
         return self.a_s + self.b * model_s
 
 
+def _a_s_and_b(fit: dict[str, Any], where: str) -> tuple[float, float]:
+    """A correction's a_s and b > 0, checked; errors name the field."""
+    for key in ("a_s", "b"):
+        value = fit.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise InputError(f"expected a number, got {value!r}", where=f"{where}.{key}")
+    if not fit["b"] > 0:
+        raise InputError(f"expected b > 0, got {fit['b']!r}", where=f"{where}.b")
+    return float(fit["a_s"]), float(fit["b"])
+
+
 def algorithm_fits(body: dict[str, Any]) -> dict[str, dict[str, AlgorithmFit]]:
-    """``[algorithm_fit.<collective>.<algorithm>] a_s = ..., b = ..., model = "..."``; errors name the field."""
+    """``[algorithm_fit.<collective>.<algorithm>] a_s = ..., b = ..., model = "..."``, and optionally
+    ``[algorithm_fit.<collective>.<algorithm>.one_node] a_s = ..., b = ...`` for calls on one node (a fit
+    whose one-node points cross-validated a correction of their own); errors name the field."""
     from commcost.collectives import Collective
 
     known = [c.value for c in Collective]
@@ -165,19 +179,20 @@ def algorithm_fits(body: dict[str, Any]) -> dict[str, dict[str, AlgorithmFit]]:
             where = f"{coll}.{name}"
             if not isinstance(fit, dict):
                 raise InputError("expected a table a_s, b, model", where=where)
-            unknown = set(fit) - {"a_s", "b", "model"}
+            unknown = set(fit) - {"a_s", "b", "model", "one_node"}
             if unknown:
-                raise InputError(f"unknown key {sorted(unknown)[0]!r}; expected a_s, b and model", where=where)
-            for key in ("a_s", "b"):
-                value = fit.get(key)
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-                    raise InputError(f"expected a number, got {value!r}", where=f"{where}.{key}")
-            if not fit["b"] > 0:
-                raise InputError(f"expected b > 0, got {fit['b']!r}", where=f"{where}.b")
+                raise InputError(f"unknown key {sorted(unknown)[0]!r}; expected a_s, b, model and one_node",
+                                 where=where)
+            a_s, b = _a_s_and_b(fit, where)
             model = fit.get("model", "")
             if not isinstance(model, str):
                 raise InputError(f"expected a model name, got {model!r}", where=f"{where}.model")
-            out.setdefault(coll, {})[name] = AlgorithmFit(float(fit["a_s"]), float(fit["b"]), model)
+            alone = fit.get("one_node")
+            if alone is not None:
+                if not isinstance(alone, dict) or set(alone) - {"a_s", "b"}:
+                    raise InputError("expected a table of a_s and b", where=f"{where}.one_node")
+                alone = AlgorithmFit(*_a_s_and_b(alone, f"{where}.one_node"), model)
+            out.setdefault(coll, {})[name] = AlgorithmFit(a_s, b, model, alone)
     return out
 
 

@@ -206,7 +206,8 @@ def schedule_pricer(model: Model, platform: Platform, mapping_of: Callable[[int]
     return price
 
 
-def scaled_pricer(price: Pricer, fits: TMapping[str, object]) -> Pricer:
+def scaled_pricer(price: Pricer, fits: TMapping[str, object], one_node: Callable[[int], bool] | None = None
+                  ) -> Pricer:
     """``price`` corrected per algorithm by a calibration: a_s + b T for an Open MPI algorithm with a fit.
 
     What for: ``commcost calibrate`` fits T_measured ~= a_s + b T_model per
@@ -216,12 +217,15 @@ def scaled_pricer(price: Pricer, fits: TMapping[str, object]) -> Pricer:
     modelled. ``fits`` maps an algorithm name to an object with ``a_s``,
     ``b`` (:class:`commcost.io.params_file.AlgorithmFit`); other algorithms
     keep the model's price. A pruning bound B on the corrected time is
-    (B - a_s) / b on the model's.
+    (B - a_s) / b on the model's. ``one_node(P)``: whether P ranks share one node, where a fit's
+    ``one_node`` correction (cross-validated on one node) replaces its general one.
     """
     def scaled(choice: Choice, nprocs: int, sizes: Sequence[int], bound: np.ndarray | None = None) -> np.ndarray:
         fit = fits.get(choice.algorithm.name) if choice.algorithm.library == "ompi" else None
         if fit is None:
             return price(choice, nprocs, sizes, bound)
+        if getattr(fit, "one_node", None) is not None and one_node is not None and one_node(nprocs):
+            fit = fit.one_node
         inner = None if bound is None else (np.asarray(bound, dtype=np.float64) - fit.a_s) / fit.b
         return fit.a_s + fit.b * np.asarray(price(choice, nprocs, sizes, inner), dtype=np.float64)
     return scaled

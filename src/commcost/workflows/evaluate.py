@@ -135,7 +135,8 @@ def _fit_from_collectives(args: argparse.Namespace | EvaluateOptions):
         fit = args.row_fits.fit(args.train_max_procs)
     except InputError as exc:
         raise exc.located(source=str(args.train)) from None
-    args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm}
+    args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm,
+                        "per_algorithm_corrected": fit.per_algorithm_corrected}
     return _params_of(fit, args.train)
 
 
@@ -342,8 +343,10 @@ def _algorithm_fitted(options: EvaluateOptions, collective, params, price):
                          "--train PARAMS.toml", where="--algorithm-fit")
     if options.from_collectives and not params.sections.get(ALGORITHM_FIT, {}).get(collective.value):
         return price, False  # cross-validation over P kept no per-algorithm scale for this collective
+    ppn = options.ppn  # the ranks fill nodes of ppn in blocks: P of them share one node up to ppn
     return with_algorithm_fits(SimpleNamespace(collective=collective.value, model=options.model,
-                                               params=options.train), params, price), True
+                                               params=options.train), params, price,
+                               None if not ppn else (lambda nprocs: nprocs <= ppn)), True
 
 
 def _ompi_default(options: EvaluateOptions, collective):

@@ -29,7 +29,8 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     a channel no row uses."""
     import numpy as np
 
-    from commcost.calibration.algorithm_corrections import choose_corrections, corrections
+    from commcost.calibration.algorithm_corrections import choose_corrections, corrected, corrections
+    from commcost.calibration.fit_summary import figures
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
                                                            fit_model, fitted_units, layout_of, nominal_priors,
                                                            pricer, protocol_limits, stated_limits,
@@ -65,6 +66,11 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     modelled = np.array([p.time_s for p in points]) / fit.ratio
     fit.correction_choices = choose_corrections(points, modelled)
     fit.corrections = corrections(points, modelled, fit.correction_choices)
+    if fit.corrections:  # in sample with the kept corrections, each point's regime's
+        ratio = np.array([p.time_s for p in points]) / corrected(points, modelled, fit.corrections)
+        keys = [f"{p.collective}.{p.algorithm}" for p in points]
+        fit.per_algorithm_corrected = {key: figures(ratio[np.array([k == key for k in keys])])
+                                       for key in sorted(set(keys))}
     return fit
 
 
@@ -78,7 +84,9 @@ def collective_fit_sections(fit) -> dict:
 
     from commcost.calibration.fit_from_collectives import taulop_tables
 
-    fits = {collective: {name: {"a_s": c.a_s, "b": c.b, "model": fit.model} for name, c in per.items()}
+    fits = {collective: {name: {"a_s": c.a_s, "b": c.b, "model": fit.model,
+                                **({"one_node": {"a_s": c.one_node.a_s, "b": c.one_node.b}} if c.one_node else {})}
+                         for name, c in per.items()}
             for collective, per in fit.corrections.items()}
     reduction = {}
     if "reduction_s_per_byte" in fit.extra:  # the fitted rate as a table every command reads ([reduction.<op>])
@@ -177,11 +185,16 @@ class CollectivesFit:
                 "assumed": fit.assumed, "unidentified": fit.unidentified,
                 "poorly_identified": fit.weak, "confounded": fit.confounded,
                 "summary": self.total, "per_algorithm": fit.per_algorithm, "seconds": self.seconds,
-                "corrections": {c: {"form": v.form, "held_out_procs": list(v.held_out),
-                                    "sizes": v.points, "mean_penalty_pct": v.pct,
-                                    "across_nodes": v.multi_node, "why": v.why}
+                "corrections": {c: {**_choice(v), **({"one_node": _choice(v.one_node)} if v.one_node else {})}
                                 for c, v in fit.correction_choices.items()},
+                "per_algorithm_corrected": fit.per_algorithm_corrected,
                 "steps": fit.steps, "pricings": fit.pricings}
+
+
+def _choice(v) -> dict:
+    """A :class:`~commcost.calibration.algorithm_corrections.CorrectionChoice` as plain data."""
+    return {"form": v.form, "held_out_procs": list(v.held_out), "sizes": v.points, "mean_penalty_pct": v.pct,
+            "across_nodes": v.multi_node, "why": v.why}
 
 
 def fit_measurements(options: FitOptions) -> ChannelFit | MaxrateFit | Paper004Fit | CollectivesFit:

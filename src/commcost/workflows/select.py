@@ -75,12 +75,14 @@ def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] |
     price = schedule_pricer(model, platform, mapping_of, args.root, getattr(args, "statistic", "max"),
                             refused=refused, element_bytes=getattr(args, "element_bytes", 1))
     if getattr(args, "algorithm_fit", False):
-        price = with_algorithm_fits(args, params, price)
+        price = with_algorithm_fits(args, params, price,
+                                    lambda nprocs: len(set(mapping_of(nprocs).node_of_rank[:nprocs].tolist())) == 1)
     return price
 
 
-def with_algorithm_fits(args: argparse.Namespace, params, price):
-    """:func:`commcost.selection.select.scaled_pricer` with the file's fits for ``args.collective``; a fit made
+def with_algorithm_fits(args: argparse.Namespace, params, price, one_node=None):
+    """:func:`commcost.selection.select.scaled_pricer` with the file's fits for ``args.collective``
+    (``one_node(P)``: whether P ranks share one node, for a fit's one-node corrections); a fit made
     under another model than ``--model`` is an error naming the file and the field."""
     from commcost.io.params_file import ALGORITHM_FIT
     from commcost.selection.select import scaled_pricer
@@ -94,7 +96,7 @@ def with_algorithm_fits(args: argparse.Namespace, params, price):
             raise InputError(f"fitted under {fit.model}, priced here under {args.model}; expected --model "
                              f"{fit.model}", source=str(args.params),
                              where=f"{ALGORITHM_FIT}.{args.collective}.{name}.model")
-    return scaled_pricer(price, fits)
+    return scaled_pricer(price, fits, one_node)
 
 
 HAN_FIRST = "coll/han on several nodes, "
