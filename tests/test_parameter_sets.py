@@ -4,6 +4,8 @@ and a fit that prices its finite differences so writes the same parameters as on
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,7 @@ from commcost.models.hockney import Hockney, HockneyParams
 from commcost.models.loggp import LogGP, LogGPH, LogGPHParams, LogGPParams
 from commcost.models.parameter_sets import statistics_s
 from commcost.models.reduction import ReductionLaw
+from commcost.models.symmetry import placed_fold
 from commcost.platform import Mapping
 
 PLATFORM = """
@@ -85,6 +88,13 @@ def _hockney(rng) -> Hockney:
                                              beyond_m="slope"))
 
 
+def _hockney_classic(rng) -> Hockney:
+    """Hockney's one law per channel (alpha + beta m for the wire, the sender and the receiver alike)."""
+    return Hockney(HockneyParams.from_dict({c: {"alpha_s": s * rng.uniform(0.5, 2.0) * 1e-6,
+                                                "beta_s_per_byte": s * rng.uniform(0.5, 2.0) * 1e-10}
+                                            for c, s in (("pair", 0.5), ("shm", 1.0), ("net", 3.0))}))
+
+
 def _loggph(rng) -> LogGPH:
     def channel(scale: float) -> dict:
         return {"L_s": scale * rng.uniform(0.5, 2) * 1e-6, "o_s": scale * rng.uniform(0.1, 1) * 1e-6,
@@ -97,7 +107,7 @@ def _loggp(rng) -> LogGP:
                              g_s=rng.uniform(0.0, 2) * 1e-6, G_s_per_byte=rng.uniform(0.5, 2) * 1e-10))
 
 
-@pytest.mark.parametrize("draw", [_hockney, _loggph, _loggp])
+@pytest.mark.parametrize("draw", [_hockney, _hockney_classic, _loggph, _loggp])
 @pytest.mark.parametrize("collective,name", CASES)
 def test_sets_priced_together_are_each_priced_as_alone(platform, draw, collective, name):
     """Random parameter sets, some of them a few finite differences of one (a fit's columns): every statistic
@@ -183,3 +193,24 @@ def test_a_fit_pricing_its_differences_together_writes_the_same_parameters(platf
     assert np.array_equal(fits[0].ratio, fits[1].ratio)
     assert fits[0].weak == fits[1].weak
     assert fits[0].steps >= 2 and np.median(np.abs(np.log(fits[0].ratio))) < 0.1
+
+
+def test_sets_priced_together_on_a_folded_schedule(platform):
+    """A ring allreduce on 256 ranks of 4 per node (over 20,000 transmissions: folded by one node's ranks at
+    its second pricing): the sets priced together on the fold are each what their own folded run gives."""
+    cluster, _ = load_platform(Path(__file__).parent.parent / "examples" / "cluster" / "platform.toml")
+    schedule = build(find(Collective.ALLREDUCE, "ompi.ring"), Case(Collective.ALLREDUCE, 256, 65536)).schedule
+    placed = PlacedSchedule.of(schedule, cluster, Mapping.sequential(cluster, 256, 4))
+    rng = np.random.default_rng(3)
+    models = []
+    for _ in range(4):
+        data = {c: {"alpha_s": rng.uniform(0.5, 2) * 1e-6, "beta_s_per_byte": rng.uniform(0.5, 2) * 1e-10,
+                    "send_alpha_s": rng.uniform(0.1, 1) * 1e-6, "send_beta_s_per_byte": rng.uniform(0.1, 1) * 1e-10,
+                    "recv_alpha_s": rng.uniform(0.1, 1) * 1e-6, "recv_beta_s_per_byte": rng.uniform(0.1, 1) * 1e-10}
+                for c in ("shm", "ib")}
+        models.append(Hockney(HockneyParams.from_dict(data)))
+    alone = [m.statistic_s(placed, "mean") for m in models]
+    assert placed_fold(placed) is not None  # found at its second pricing, kept
+    alone_folded = np.array([m.statistic_s(placed, "mean") for m in models])
+    assert np.array_equal(statistics_s(models, placed, "mean"), alone_folded)
+    assert np.allclose(alone_folded, alone, rtol=1e-12)
