@@ -533,3 +533,21 @@ def test_synthetic_loggph_recovery_starts_the_gap_below_where_it_binds():
         else:
             assert got[unit, name] <= got[unit, "o_s"]
     assert np.max(np.abs(price(fit.theta) / measured - 1)) < 1e-6
+
+
+def test_a_choice_without_folds_is_written_as_strict_json():
+    """`fit --format json`: a correction choice no fold scored has no penalties: null, not NaN (not JSON)."""
+    import json
+
+    from commcost.workflows.fit import _choice
+
+    points, modelled = _two_algorithm_points(lambda t: t)
+    points = [p for p in points if p.nprocs != 32]
+    modelled = np.array([m for p, m in zip(_two_algorithm_points(lambda t: t)[0], modelled) if p.nprocs != 32])
+    choice = choose_corrections(points, modelled)["bcast"]
+    text = json.dumps(_choice(choice))
+
+    def refuse(constant):
+        raise ValueError(constant)
+    assert json.loads(text, parse_constant=refuse)["mean_penalty_pct"] == {"none": None, "scale": None,
+                                                                           "affine": None}

@@ -193,7 +193,8 @@ class CollectivesFit:
 
 def _choice(v) -> dict:
     """A :class:`~commcost.calibration.algorithm_corrections.CorrectionChoice` as plain data."""
-    return {"form": v.form, "held_out_procs": list(v.held_out), "sizes": v.points, "mean_penalty_pct": v.pct,
+    return {"form": v.form, "held_out_procs": list(v.held_out), "sizes": v.points,
+            "mean_penalty_pct": {f: (None if pct != pct else pct) for f, pct in v.pct.items()},  # no fold: null
             "across_nodes": v.multi_node, "why": v.why}
 
 
