@@ -60,7 +60,7 @@ cheap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import NamedTuple
 
@@ -202,12 +202,22 @@ class Prepared:
 
     @cached_property
     def succ(self) -> tuple[np.ndarray, np.ndarray]:
-        return successors(self.after_ptr, self.after_idx, len(self.src))
+        return self._share("succ", lambda: successors(self.after_ptr, self.after_idx, len(self.src)))
 
     @cached_property
     def recv_links(self) -> np.ndarray:
         """The receive order both ways: row 0 each reception's predecessor, row 1 its successor (-1: none)."""
-        return np.stack([self.recv_prev, next_of(self.recv_prev)])
+        return self._share("recv_links", lambda: np.stack([self.recv_prev, next_of(self.recv_prev)]))
+
+    def _share(self, name: str, compute):
+        """``compute()``, kept on the law-free preparation this one was made from (:func:`prepare`) too."""
+        kept = self.__dict__.get("_kept")
+        if kept is not None and name in kept.__dict__:
+            return kept.__dict__[name]
+        value = compute()
+        if kept is not None:
+            kept.__dict__[name] = value
+        return value
 
     @cached_property
     def fixed_of(self) -> np.ndarray:
@@ -216,14 +226,28 @@ class Prepared:
         return fixed_table(min(max(most, 1), FIXED_TABLE_MAX), *self.laws)
 
 
-def prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev=None) -> Prepared:
-    """A schedule prepared for the engine: domains renumbered, laws flattened."""
-    dom, chan_of_dom = compact_domains(domain, channel)
-    n = len(src)
-    rprev = np.full(n, -1, np.int64) if recv_prev is None else np.ascontiguousarray(recv_prev, np.int64)
-    return Prepared(dom, chan_of_dom, law_arrays(laws), np.ascontiguousarray(after_ptr, np.int64),
-                    np.ascontiguousarray(after_idx, np.int64), np.ascontiguousarray(src, np.int64),
-                    np.ascontiguousarray(dst, np.int64), int(nprocs), rprev)
+PREPARED_KEY = "_taulop_prepared"  # where a placed schedule (or its fold) keeps what its runs share
+
+
+def prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev=None, holder=None,
+            key: str = PREPARED_KEY) -> Prepared:
+    """A schedule prepared for the engine: domains renumbered, laws flattened. ``holder``: an object the
+    arrays belong to (a placed schedule), which then keeps under ``key`` what does not depend on the laws
+    (renumbered domains, successors, receive links) for its next run: a fit runs one schedule hundreds of
+    times with other laws."""
+    kept = None if holder is None else holder.__dict__.get(key)
+    if kept is None:
+        dom, chan_of_dom = compact_domains(domain, channel)
+        n = len(src)
+        rprev = np.full(n, -1, np.int64) if recv_prev is None else np.ascontiguousarray(recv_prev, np.int64)
+        kept = Prepared(dom, chan_of_dom, None, np.ascontiguousarray(after_ptr, np.int64),
+                        np.ascontiguousarray(after_idx, np.int64), np.ascontiguousarray(src, np.int64),
+                        np.ascontiguousarray(dst, np.int64), int(nprocs), rprev)
+        if holder is not None:
+            holder.__dict__[key] = kept  # (a frozen dataclass: its fields stay as they are)
+    prep = replace(kept, laws=law_arrays(laws))
+    prep.__dict__["_kept"] = kept  # its successors and receive links: computed once, by the first run needing them
+    return prep
 
 
 def first_transmissions(prep: Prepared, stop: int) -> Prepared | None:
@@ -264,17 +288,20 @@ def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.nd
                           dst: np.ndarray, nprocs: int, after_ptr: np.ndarray, after_idx: np.ndarray,
                           laws: list[TransmissionLaw | None], service_s: np.ndarray | None = None,
                           trace: bool = False, occupancy_s: np.ndarray | None = None,
-                          recv_prev: np.ndarray | None = None) -> DependencyRun:
+                          recv_prev: np.ndarray | None = None, holder=None,
+                          key: str = PREPARED_KEY) -> DependencyRun:
     """Run a dependency schedule under tau-Lop (module docstring). ``domain``/``channel`` per transmission
     (``PlacedSchedule``); ``laws[c]`` the compiled law of channel c; ``service_s`` the receiver's reduction
     of each transmission (0 where none); ``occupancy_s`` its hold on its receiver; ``recv_prev`` the
-    receive order (None: order of arrival). Pieces in ``pieces[field]`` for ``TRACE_FIELDS`` (domain
-    numbers are the compacted ones; ``pieces['channel']`` gives their channel)."""
+    receive order (None: order of arrival); ``holder``, ``key``: what the arrays belong to, and where it keeps
+    their preparation (:func:`prepare`). Pieces in
+    ``pieces[field]`` for ``TRACE_FIELDS`` (domain numbers are the compacted ones; ``pieces['channel']``
+    gives their channel)."""
     n = len(src)
     if n == 0:
         empty = {f: np.zeros(0) for f in TRACE_FIELDS + ("channel",)}
         return DependencyRun(np.zeros(0), np.zeros(0), empty)
-    prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev)
+    prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev, holder, key)
     out = run_prepared(prep, nbytes, service_s, trace, occupancy_s=occupancy_s)
     pieces = dict(out.pieces)
     pieces["channel"] = prep.chan_of_dom[pieces["domain"]]

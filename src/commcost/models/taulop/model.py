@@ -13,7 +13,7 @@ from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
 from commcost.models.dependency_timeline import receives_alone
 from commcost.models.symmetry import MIN_TRANSMISSIONS, Fold, node_period, rank_shift_fold
-from commcost.models.taulop.dependency_engine import DependencyRun, simulate_dependencies
+from commcost.models.taulop.dependency_engine import PREPARED_KEY, DependencyRun, simulate_dependencies
 from commcost.models.taulop.dependency_sweep import sweep_dependencies
 from commcost.models.taulop.floor import domain_loads_s, floor_times, receiver_loads_s
 from commcost.models.taulop.engine import simulate_phase, staircase, staircase_phase_times
@@ -176,7 +176,9 @@ class TauLop(Model):
         run = simulate_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
                                     self.laws_for(placed), None if service is None else service[keep], trace,
                                     None if occupancy is None else occupancy[keep],
-                                    s.recv_prev if fold is None else fold.recv_prev)
+                                    s.recv_prev if fold is None else fold.recv_prev,
+                                    holder=placed,
+                                    key=PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{self.fold_from}")
         return run if fold is None else DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
 
     def _fold(self, placed: PlacedSchedule) -> Fold | None:
