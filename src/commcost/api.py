@@ -184,8 +184,9 @@ def fit_collectives(rows: Iterable["Measurement"], platform: "Platform", model: 
                     collectives: Sequence[str] | None = None, max_procs: int | None = None) -> "CollectiveFit":
     """``model``'s parameters per channel fitted to the measured times of forced collective algorithms
     (inverse calibration: each row's schedule priced, the parameters moved until the prices meet the
-    times). ``.params``, ``.summary()`` (median |error|), ``.per_algorithm``; :func:`write_params`
-    with ``fit_sections(fit)`` keeps it."""
+    times). ``.params``, ``.summary()`` (median |error|), ``.per_algorithm`` (and
+    ``.per_algorithm_corrected``, with the per-algorithm corrections cross-validation kept for each point's
+    regime, one node or across nodes); :func:`write_params` with ``fit_sections(fit)`` keeps it."""
     from commcost.workflows.fit import fit_collective_rows
 
     return fit_collective_rows(list(rows), platform, model, collectives, max_procs)
