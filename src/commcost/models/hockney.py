@@ -290,12 +290,18 @@ class Hockney(Model):
         return self._protocol(placed)[0]
 
     def _laws(self, placed: PlacedSchedule) -> tuple[list, "ChannelLaws"]:
-        """The per-channel rows ``placed`` reads and their :class:`ChannelLaws`, resolved once per model."""
+        """The per-channel rows ``placed`` reads and their :class:`ChannelLaws`, resolved once per model and
+        set of channels used (a fit prices thousands of schedules on one platform)."""
+        seen = self.__dict__.setdefault("_by_channels", {})
+        hit = seen.get((id(placed.platform), placed.used_channels))
+        if hit is not None and hit[0] is placed.platform:
+            return hit[1], hit[2]
         rows = channel_table(self.params.channels, placed, self.NAME)
         key = tuple(id(row) for row in rows)  # the rows are this model's own channel objects: ids stay theirs
         cache = self.__dict__.setdefault("_resolved", {})
         if key not in cache:
             cache[key] = resolve_laws(rows)
+        seen[(id(placed.platform), placed.used_channels)] = (placed.platform, rows, cache[key])
         return rows, cache[key]
 
     def _protocol(self, placed: PlacedSchedule) -> tuple:
