@@ -9,6 +9,8 @@ most 64 ranks. Two fits of the same points in the same run:
 * commcost's (:func:`commcost.calibration.fit_from_collectives.fit_model`):
   the schedules priced 1 + 2C times per outer step, the linearized problem
   solved in between;
+* the same fit with each finite difference priced alone (as before issue
+  37's walks of many parameter sets at once): the same parameters, slower;
 * the baseline: scipy's ``least_squares`` on the priced model itself, its
   Jacobian by finite differences (every point priced 1 + 2C times per
   iteration).
@@ -74,6 +76,8 @@ def main() -> None:
 def compare(model: str, points, placed, units) -> None:
     """commcost's fit of ``model`` and the baseline on the same points, with their figures."""
     price = pricer(model, placed, units)
+    warm = np.tile(STARTS[model], len(units))
+    price(warm), price(warm)  # compiled loops loaded, schedules' structure and folds found: not in either timing
     t0 = time.perf_counter()
     fit = fit_model(model, points, units, price)
     t_fit = time.perf_counter() - t0
@@ -93,6 +97,16 @@ def compare(model: str, points, placed, units) -> None:
     print(f"{model}, commcost fit: {t_fit:.2f} s, {fit.steps} steps, {fit.pricings} pricings of every point; "
           f"loss {loss(fit.theta):.1f}; mu {figures['mu']:.3f}, median |error| {figures['median_abs_pct']:.0f}%")
     print(f"  {show(fit.theta)}")
+
+    def one_set_at_a_time(theta: np.ndarray, rows=None) -> np.ndarray:  # the pricer without its columns
+        return price(theta, rows)
+    one_set_at_a_time.touches = price.touches
+    t0 = time.perf_counter()
+    alone = fit_model(model, points, units, one_set_at_a_time)
+    t_alone = time.perf_counter() - t0
+    same = np.array_equal(alone.theta, fit.theta)
+    print(f"{model}, the same fit with each finite difference priced alone (before issue 37): {t_alone:.2f} s, "
+          f"{t_alone / t_fit:.2f}x commcost's; parameters {'identical' if same else 'DIFFERENT'}")
     calls = [0]
 
     def residual(theta: np.ndarray) -> np.ndarray:

@@ -163,7 +163,7 @@ def test_sets_whose_receivers_would_take_messages_in_another_order_are_priced_ag
     assert np.array_equal(statistics_s(models, placed, "mean"), [m.statistic_s(placed, "mean") for m in models])
 
 
-def test_a_fit_pricing_its_differences_together_writes_the_same_parameters(platform):
+def test_a_fit_pricing_its_differences_together_writes_the_same_parameters(platform, monkeypatch):
     """OSU-style rows (the mean over ranks) priced from known protocol parameters with a 5% disturbance: the
     fit with the pricer (every point's finite differences in one walk) and with a plain function of theta
     (each difference priced alone) take the same steps to the same parameters, bit for bit."""
@@ -188,7 +188,11 @@ def test_a_fit_pricing_its_differences_together_writes_the_same_parameters(platf
     def alone(theta, rows=None):
         return one_by_one(theta, rows)
     alone.touches = one_by_one.touches
+    import commcost.models.parameter_sets as sets
+    walks = []
+    monkeypatch.setattr(sets, "statistics_s", lambda *a: walks.append(1) or statistics_s(*a))
     fits = [fit_model("hockney", points, channels, price, layout=layout, max_steps=3) for price in (together, alone)]
+    assert walks  # the points with enough sets were priced together
     assert np.array_equal(fits[0].theta, fits[1].theta)
     assert np.array_equal(fits[0].ratio, fits[1].ratio)
     assert fits[0].weak == fits[1].weak

@@ -44,6 +44,12 @@ def reduction_law(rate_s_per_byte: float):
     return ReductionLaw("fitted", np.array([0.0, 1.0]), np.array([0.0, float(rate_s_per_byte)]), beyond_m="slope")
 
 
+# fewer sets of one point than this are priced one at a time: the walk's bookkeeping costs more than it saves
+# (Peak's bcast and allreduce extract under Hockney's one law, at most 5 sets a point: 2.9 s together against
+# 2.6 s alone; with the protocol laws, 25 sets: 5.8 s against 6.9 s, the same with this threshold)
+MIN_SETS_TOGETHER = 6
+
+
 class Pricer:
     """``price(theta)``: every placed schedule's time under ``model`` (hockney, loggph or taulop) with the
     :data:`~.fit_layout.MODEL_PARAMS` of each of ``channels`` (tau-Lop: tables,
@@ -130,8 +136,9 @@ class Pricer:
         """Every point's price at each of ``thetas`` where ``which[i, j]`` (NaN elsewhere): what ``self(thetas[j],
         rows)`` gives, the same numbers, with each point's sets priced together
         (:func:`commcost.models.parameter_sets.statistics_s`: one walk of its schedule for all of them) where
-        the model prices by its :meth:`~commcost.models.base.Model.transmission_times`; set by set otherwise
-        (tau-Lop: each set's own caches stay warm across the points)."""
+        the model prices by its :meth:`~commcost.models.base.Model.transmission_times` and the point has at
+        least :data:`MIN_SETS_TOGETHER` of them; set by set otherwise (tau-Lop: each set's own caches stay
+        warm across the points)."""
         from commcost.models import MODELS
         from commcost.models.base import Model
         from commcost.models.parameter_sets import statistics_s
@@ -148,7 +155,10 @@ class Pricer:
             cols = np.flatnonzero(which[i])
             if len(cols):
                 statistic = "max" if self.statistics is None else self.statistics[i]
-                out[i, cols] = statistics_s([models[j] for j in cols.tolist()], placed, statistic)
+                if len(cols) < MIN_SETS_TOGETHER:
+                    out[i, cols] = [models[j].statistic_s(placed, statistic) for j in cols.tolist()]
+                else:
+                    out[i, cols] = statistics_s([models[j] for j in cols.tolist()], placed, statistic)
         return out
 
 

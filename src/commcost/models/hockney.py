@@ -314,12 +314,17 @@ class Hockney(Model):
         once (the same numbers as one set at a time) where they share their limits (a fit's sets do)."""
         laws = [m._laws(placed)[1] for m in models]
         first = laws[0]
+        m = placed.schedule.nbytes[:, None]
+        if all(law.law is None for law in laws):  # Hockney's one law everywhere: a message's every time its wire's
+            channel = placed.channel
+            wire = hockney_time_s(m, np.stack([law.alpha for law in laws], axis=1)[channel],
+                                  np.stack([law.beta for law in laws], axis=1)[channel])
+            return TransmissionTimes(wire, wire, wire, service_columns(models, placed), wire)
         key = _limits_key(first) if first.law is not None else None
         if key is None or any(law.law is None or _limits_key(law) != key for law in laws):
             return super().time_columns(models, placed)
         index, above, pressed = _regimes(placed, first)
         coef = np.stack([law.law for law in laws], axis=1)[index]  # (n, sets, 6)
-        m = placed.schedule.nbytes[:, None]
         wire, busy, held = (hockney_time_s(m, coef[:, :, 2 * r], coef[:, :, 2 * r + 1]) for r in range(3))
         sent = busy if above is None else np.where(above[:, None], wire, busy)
         return TransmissionTimes(busy, sent, wire, service_columns(models, placed), held, above, pressed)
