@@ -44,10 +44,13 @@ def reduction_law(rate_s_per_byte: float):
     return ReductionLaw("fitted", np.array([0.0, 1.0]), np.array([0.0, float(rate_s_per_byte)]), beyond_m="slope")
 
 
-# fewer sets of one point than this are priced one at a time: the walk's bookkeeping costs more than it saves
-# (Peak's bcast and allreduce extract under Hockney's one law, at most 5 sets a point: 2.9 s together against
-# 2.6 s alone; with the protocol laws, 25 sets: 5.8 s against 6.9 s, the same with this threshold)
+# fewer sets of one point than this, on a schedule of fewer transmissions than that, are priced one at a time:
+# the walk's bookkeeping costs more than it saves (Peak's bcast and allreduce extract under Hockney's one law,
+# at most 5 sets a point: 2.9 s together against 2.6 s alone; with the protocol laws, 25 sets: 5.8 s against
+# 6.9 s, the same with these thresholds); on a large schedule the walk itself dominates (LogGPH on the
+# 2,048-rank synthetic sweep, 4 sets on its one-rank-per-node points: 22-23 s together, 25 s alone)
 MIN_SETS_TOGETHER = 6
+MIN_TRANSMISSIONS_TOGETHER = 5000
 
 
 class Pricer:
@@ -137,8 +140,8 @@ class Pricer:
         rows)`` gives, the same numbers, with each point's sets priced together
         (:func:`commcost.models.parameter_sets.statistics_s`: one walk of its schedule for all of them) where
         the model prices by its :meth:`~commcost.models.base.Model.transmission_times` and the point has at
-        least :data:`MIN_SETS_TOGETHER` of them; set by set otherwise (tau-Lop: each set's own caches stay
-        warm across the points)."""
+        least :data:`MIN_SETS_TOGETHER` of them or a schedule of :data:`MIN_TRANSMISSIONS_TOGETHER`; set by
+        set otherwise (tau-Lop: each set's own caches stay warm across the points)."""
         from commcost.models import MODELS
         from commcost.models.base import Model
         from commcost.models.parameter_sets import statistics_s
@@ -155,7 +158,7 @@ class Pricer:
             cols = np.flatnonzero(which[i])
             if len(cols):
                 statistic = "max" if self.statistics is None else self.statistics[i]
-                if len(cols) < MIN_SETS_TOGETHER:
+                if len(cols) < MIN_SETS_TOGETHER and placed.schedule.ntransmissions < MIN_TRANSMISSIONS_TOGETHER:
                     out[i, cols] = [models[j].statistic_s(placed, statistic) for j in cols.tolist()]
                 else:
                     out[i, cols] = statistics_s([models[j] for j in cols.tolist()], placed, statistic)
