@@ -191,6 +191,21 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
         if len(rows):
             t[rows] = price(new, rows)
         return t
+
+    together = getattr(price, "columns", None)  # a Pricer: every point's sets priced in one walk
+
+    def priced_at(thetas: list[np.ndarray], moves: list[int], base: np.ndarray) -> list[np.ndarray]:
+        """:func:`repriced` of each ``thetas[q]`` (theta of ``base`` with parameter ``moves[q]`` changed), each
+        point's sets priced together where the pricer can."""
+        if together is None or touches is None:
+            return [repriced(new, j, base) for new, j in zip(thetas, moves)]
+        at = together(thetas, touches[:, moves])
+        out = []
+        for q, j in enumerate(moves):
+            t = base.copy()
+            t[touches[:, j]] = at[touches[:, j], q]
+            out.append(t)
+        return out
     pricings = 2
 
     def loss(t: np.ndarray) -> float:
@@ -200,20 +215,12 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
 
     used = np.zeros(k, bool)
     steps = 0
-    together = getattr(price, "columns", None)  # a Pricer: every point's sets priced in one walk
     for steps in range(1, max_steps + 1):
         G = np.empty((len(points), k))
         steps_h = [1e-3 * max(theta[j], floor[j]) for j in range(k)]  # a parameter at its bound 0 still moves
         moved = [theta + np.where(np.arange(k) == j, steps_h[j], 0.0) for j in range(k)]
-        if together is not None and touches is not None:
-            at = together(moved, touches)
-            for j in range(k):
-                t = t0.copy()
-                t[touches[:, j]] = at[touches[:, j], j]
-                G[:, j] = (t - t0) / steps_h[j]
-        else:
-            for j in range(k):
-                G[:, j] = (repriced(moved[j], j, t0) - t0) / steps_h[j]
+        for j, t in enumerate(priced_at(moved, list(range(k)), t0)):
+            G[:, j] = (t - t0) / steps_h[j]
         pricings += k
         used |= np.abs(G).max(axis=0) > 0
         G[:, ~used] = 0.0
@@ -273,15 +280,7 @@ def fit_model(model: str, points: Sequence[Point], channels: Sequence[str],
     flat = []  # parameters whose doubling and halving both move the loss by under WEAK_LOSS
     scaled = [(j, theta * np.where(np.arange(k) == j, f, 1.0))
               for j in np.flatnonzero(used).tolist() for f in (2.0, 0.5)]
-    if together is not None and touches is not None and scaled:
-        at = together([t for _, t in scaled], touches[:, [j for j, _ in scaled]])
-        times = []
-        for q, (j, _) in enumerate(scaled):
-            t = modelled.copy()
-            t[touches[:, j]] = at[touches[:, j], q]
-            times.append(t)
-    else:
-        times = [repriced(t, j, modelled) for j, t in scaled]
+    times = priced_at([t for _, t in scaled], [j for j, _ in scaled], modelled) if scaled else []
     pricings += len(scaled)
     for q in range(0, len(scaled), 2):
         moved = [loss(times[q]), loss(times[q + 1])]

@@ -37,8 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from commcost.jit import njit
-from commcost.models.dependency_timeline import (STRUCTURE_KEY, TransmissionTimes, _first_ready, _heap_pop,
-                                                 _heap_push, _structure, dependency_completions)
+from commcost.models.dependency_timeline import (TransmissionTimes, _first_ready, _flags, _heap_pop, _heap_push,
+                                                 dependency_completions, structure_of)
 
 
 @njit
@@ -263,13 +263,6 @@ def _events_columns(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nx
     return start, completed, done, bad
 
 
-def _flags(a, n: int) -> np.ndarray:
-    """A flag per transmission (None: all false)."""
-    if a is None:
-        return np.zeros(n, np.bool_)
-    return np.ascontiguousarray(np.broadcast_to(a, (n,)), dtype=np.bool_)
-
-
 def _matrix(a, n: int, c: int) -> np.ndarray:
     """An (n, c) time array (None: zeros) as C-contiguous float64."""
     if a is None:
@@ -301,12 +294,8 @@ def dependency_completions_columns(src: np.ndarray, dst: np.ndarray, after_ptr: 
     n = len(src)
     if n == 0:
         return np.zeros((0, c)), np.zeros((0, c))
-    cached = None if schedule is None else schedule.__dict__.get(STRUCTURE_KEY)
-    if cached is None:
-        cached = _structure(src, dst, after_ptr, after_idx, nprocs, recv_prev)
-        if schedule is not None:
-            schedule.__dict__[STRUCTURE_KEY] = cached
-    args, ordered, alone, rprev, succ_ptr, succ_idx, prev, nxt, rnext = cached
+    args, ordered, alone, rprev, succ_ptr, succ_idx, prev, nxt, rnext = structure_of(
+        src, dst, after_ptr, after_idx, nprocs, recv_prev, schedule)
     busy, inject, flight, service, occupancy = (_matrix(a, n, c) for a in (busy, inject, flight, service, occupancy))
     # the path each run takes alone (dependency_completions): one pass where nothing queues
     simple = (not ordered) & ~service.any(axis=0) & (~occupancy.any(axis=0) | alone)

@@ -345,6 +345,16 @@ def _structure(src, dst, after_ptr, after_idx, nprocs: int, recv_prev) -> tuple:
         next_of(rprev)
 
 
+def structure_of(src, dst, after_ptr, after_idx, nprocs: int, recv_prev, schedule=None) -> tuple:
+    """:func:`_structure` of these arrays, kept on ``schedule`` (what they are of) for its next pricing."""
+    cached = None if schedule is None else schedule.__dict__.get(STRUCTURE_KEY)
+    if cached is None:
+        cached = _structure(src, dst, after_ptr, after_idx, nprocs, recv_prev)
+        if schedule is not None:
+            schedule.__dict__[STRUCTURE_KEY] = cached  # (a frozen dataclass: its fields stay as they are)
+    return cached
+
+
 def _per_transmission(a, n: int) -> np.ndarray:
     """``a`` as n contiguous float64 (a scalar repeated); an array that already is one is taken as it is."""
     if isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (n,) and a.flags.c_contiguous:
@@ -409,12 +419,8 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
     n = len(src)
     if n == 0:
         return np.zeros(0), np.zeros(0), np.zeros(0)
-    cached = None if schedule is None else schedule.__dict__.get(STRUCTURE_KEY)
-    if cached is None:
-        cached = _structure(src, dst, after_ptr, after_idx, nprocs, recv_prev)
-        if schedule is not None:
-            schedule.__dict__[STRUCTURE_KEY] = cached  # (a frozen dataclass: its fields stay as they are)
-    args, ordered, alone, rprev, succ_ptr, succ_idx, prev, nxt, rnext = cached
+    args, ordered, alone, rprev, succ_ptr, succ_idx, prev, nxt, rnext = structure_of(
+        src, dst, after_ptr, after_idx, nprocs, recv_prev, schedule)
     busy, inject, flight = (_per_transmission(a, n) for a in (send_busy_s, inject_s, flight_s))
     service = np.zeros(n) if recv_service_s is None else _per_transmission(recv_service_s, n)
     occupancy = np.zeros(n) if recv_occupancy_s is None else _per_transmission(recv_occupancy_s, n)
