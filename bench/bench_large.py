@@ -10,7 +10,10 @@ Per case, the seconds and the peak memory of Python's allocations
 (tracemalloc) of the folded price, and beside it the whole schedule built
 and priced transmission by transmission where that stays under 2 million
 transmissions, with the ratio of the times and the relative difference of
-the prices. ``--quick``: P = 1,024 and sizes up to 64 MiB only; ``--procs P [P
+the prices. Then Open MPI's segmented ring allreduce in 32 KiB segments at 1,
+16 and 256 GiB (32 to 8,192 rounds; :mod:`commcost.selection.round_fold`),
+beside the whole built folded by one node's ranks where it stays under 6.6
+million of its transmissions. ``--quick``: P = 1,024 and sizes up to 64 MiB only; ``--procs P [P
 ...]``: these process counts instead.
 
 ``--every``: every bcast, reduce and allreduce algorithm, folded or not
@@ -40,7 +43,9 @@ from commcost.io.platform_file import load_platform
 from commcost.models import MODELS, PlacedSchedule
 from commcost.platform import Mapping
 from commcost.selection.grid import price_sizes
+from commcost.selection.folded_place import FOLD_BUILD_FROM, placed
 from commcost.selection.long_pipeline import APPROXIMATE_NOTE, pipeline_statistic_s
+from commcost.selection.round_fold import rounds_statistic_s
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 WHOLE_UP_TO = 2_200_000  # transmissions: the whole schedule is built beside the fold up to this many
@@ -98,6 +103,32 @@ def main() -> None:
                 rest = "" if whole is None else (f" {whole_s:8.2f} {whole_mib:7.0f}" + (
                     "" if folded is None else f" {whole_s / fold_s:6.1f}x {abs(folded - whole) / whole:9.1e}"))
                 print(f"{name:28s} {nprocs:6d} {nbytes >> 20:5d}M {segs:6d} {fold:>16s}{rest}", flush=True)
+        rounds(platform, mapping, model, nprocs, 4 if nprocs <= 8192 else 32,
+               [1 << 30] if args.quick else [1 << 30, 16 << 30, 256 << 30])
+
+
+def rounds(platform, mapping, model, nprocs: int, ppn: int, sizes) -> None:
+    """The algorithms of alike rounds (:mod:`commcost.selection.round_fold`: Open MPI's segmented ring allreduce
+    in 32 KiB segments), folded from their first rounds, beside the whole schedule (built folded by one node's
+    ranks where the model allows) up to three times :data:`WHOLE_UP_TO` transmissions recorded; the segments
+    column holds the rounds."""
+    for algorithm in [a for a in algorithms(Collective.ALLREDUCE) if a.rounds is not None]:
+        values = algorithm.resolve_params({"segsize": 32 << 10})
+        for nbytes in sizes:
+            cut = algorithm.round_cut(values, nprocs, nbytes)
+            folded, fold_s, fold_mib = _measure(lambda: rounds_statistic_s(
+                algorithm, values, nprocs, nbytes, platform, mapping, model))
+            whole = whole_s = whole_mib = None
+            case = Case(algorithm.collective, nprocs, nbytes, 0)
+            kept = ppn if model.folds_by_rank_shift and nprocs >= FOLD_BUILD_FROM else nprocs  # ranks recorded
+            if cut is not None and (cut.count + 1) * (nprocs - 1) * kept <= 3 * WHOLE_UP_TO:
+                whole, whole_s, whole_mib = _measure(lambda: model.statistic_s(
+                    placed(algorithm, case, values, platform, mapping, model)))
+            fold = "not folded" if folded is None else f"{fold_s:8.2f} {fold_mib:7.0f}"
+            rest = "" if whole is None else (f" {whole_s:8.2f} {whole_mib:7.0f}" + (
+                "" if folded is None else f" {whole_s / fold_s:6.1f}x {abs(folded - whole) / whole:9.1e}"))
+            print(f"{'allreduce:' + algorithm.name:28s} {nprocs:6d} {nbytes >> 20:5d}M "
+                  f"{cut.count if cut else 1:6d} {fold:>16s}{rest}", flush=True)
 
 
 def every(platform, model, procs, sizes, whole: bool = True) -> None:

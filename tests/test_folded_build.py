@@ -16,7 +16,8 @@ from commcost.io.platform_file import load_platform
 from commcost.models import MODELS, PlacedSchedule
 from commcost.models.symmetry import fold_shift
 from commcost.platform import Channel, ContentionScope, Mapping, Node, NodeType, Platform
-from commcost.selection.grid import FOLD_BUILD_FROM, placed_folded, price_sizes
+from commcost.selection.folded_place import FOLD_BUILD_FROM, placed_folded
+from commcost.selection.grid import price_sizes
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 PLATFORM = load_platform(EX / "cluster" / "platform.toml")[0]

@@ -326,7 +326,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
     (:attr:`Measurement.element_size`: OSU's reductions 4-byte floats). ``fold``: for a model that prices a
     schedule folded by one node's ranks as the whole (:attr:`commcost.models.Model.folds_by_rank_shift`),
     each schedule invariant under that shift is built and held folded (a ring on 2,048 ranks of 4 per node:
-    a 512th of its transmissions; :func:`commcost.selection.grid.placed_folded`); ``fold_domains``: the
+    a 512th of its transmissions; :func:`commcost.selection.folded_place.placed_folded`); ``fold_domains``: the
     model's transmissions share contention domains, checked too (tau-Lop)."""
     from commcost.collectives import Case, Collective, build, build_folded, find
     from commcost.models.symmetry import fold_shift

@@ -35,12 +35,13 @@ from commcost.collectives.case import Case, Collective, Param
 from commcost.collectives.recorder import Recorder
 from commcost.collectives.reduce import (floor_pof2, fold_halves, halving_windows, pof2_unit, reduce_linear,
                                          reduce_scatter_halving)
-from commcost.collectives.registry import composite_unit, find, register, whole_blocks
+from commcost.collectives.registry import RoundCut, composite_unit, find, register, whole_blocks
 from commcost.collectives.ring_pass import ring_pass
 from commcost.collectives.segments import block_bounds
 from commcost.schedule.schedule import SendMode
 
 SEQ = SendMode.SEQUENCE
+ALLGATHER_STEP = "allgather step "  # segmented_ring's allgather phases: the name, then the step
 
 
 # --------------------------------------------------------------------------------------------
@@ -62,6 +63,29 @@ def _segmented_ring_unit(params: Mapping[str, int], nprocs: int, nbytes: int) ->
     if segsize <= 0 or nbytes < nprocs * segsize:
         return _ring_unit(params, nprocs, nbytes)
     return None
+
+
+def _rounds(nprocs: int, nbytes: int, segcount: int) -> int:
+    """segmented_ring's ``num_phases``: n // (P segcount), one more when the remainder is at least P and more
+    than half of P segcount (``ompi_coll_base_allreduce_intra_ring_segmented``)."""
+    rounds, rest = divmod(nbytes, nprocs * segcount)
+    return rounds + 1 if rest >= nprocs and rest > (nprocs * segcount) // 2 else rounds
+
+
+def _segmented_ring_rounds(params: Mapping[str, int], nprocs: int, nbytes: int) -> RoundCut | None:
+    """segmented_ring's R reduce-scatter rounds are alike when every block is R pieces of one size q, i.e. n =
+    R P q (every power of two from P segsize on, for P and segsize powers of two): the same algorithm with
+    ``segsize`` q on m P q bytes runs m of those rounds, and its allgather passes blocks of m pieces instead of
+    R. None where it runs the ring (n < P segcount) or the pieces differ."""
+    segsize = params.get("segsize", 0)
+    segcount = segsize if 1 <= segsize < nbytes else nbytes
+    if nbytes < nprocs * segcount:
+        return None
+    rounds = _rounds(nprocs, nbytes, segcount)
+    if nbytes % (nprocs * rounds):
+        return None
+    piece = nbytes // (nprocs * rounds)
+    return RoundCut(rounds, nprocs * piece, piece, (("segsize", piece),), ALLGATHER_STEP)
 
 
 def _nonoverlapping_unit(params: Mapping[str, int], nprocs: int, nbytes: int) -> int | None:
@@ -135,7 +159,7 @@ def allreduce_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None
         return
     bounds = block_bounds(n, p)
     ring_pass(rec, p, bounds[:-1], bounds[1:], 0, "reduce-scatter step ", SEQ, True)
-    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step ", SEQ, False)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, ALLGATHER_STEP, SEQ, False)
 
 
 @register(Collective.ALLREDUCE, "ompi", "rabenseifner",
@@ -231,7 +255,8 @@ def allreduce_nonoverlapping(rec: Recorder, case: Case, params: Mapping[str, int
 @register(Collective.ALLREDUCE, "ompi", "segmented_ring",
           "the ring allreduce with each block's reduce-scatter pipelined in segment-sized phases",
           params=(Param("segsize", 0, "segment size in bytes; coll_tuned_allreduce_algorithm_segmentsize "
-                                      "(0: no segmentation, i.e. the ring)"),), id=5, scales=_segmented_ring_unit)
+                                      "(0: no segmentation, i.e. the ring)"),), id=5, scales=_segmented_ring_unit,
+          rounds=_segmented_ring_rounds)
 def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int]) -> None:
     """For Open MPI 5's allreduce id 5; source ``ompi_coll_base_allreduce_intra_ring_segmented`` (coll_base_allreduce.c).
 
@@ -252,10 +277,10 @@ def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int
     if n < p * segcount:
         allreduce_ring(rec, case, params)
         return
-    rounds = n // (p * segcount)
-    rest = n % (p * segcount)
-    if rest >= p and rest > (p * segcount) // 2:
-        rounds += 1
+    rounds = _rounds(p, n, segcount)
+    # refused up front, not after thousands of rounds recorded (folded: one node's share counted)
+    rec.reserve((rounds + 1) * p * (p - 1), f"{rounds:,} rounds of a ring of P - 1 steps, then its allgather",
+                whole=False)
     bounds = block_bounds(n, p)
     sizes = np.diff(bounds)
     base, extra = sizes // rounds, sizes % rounds  # piece k of block b: base + (k < extra)
@@ -263,4 +288,4 @@ def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int
         offset = bounds[:-1] + k * base + np.minimum(k, extra)
         ring_pass(rec, p, offset, offset + base + (k < extra), 0, f"round {k}, reduce-scatter step ",
                   SEQ, True)
-    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, "allgather step ", SEQ, False)
+    ring_pass(rec, p, bounds[:-1], bounds[1:], 1, ALLGATHER_STEP, SEQ, False)

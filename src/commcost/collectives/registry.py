@@ -23,6 +23,7 @@ from commcost.errors import InputError
 Builder = Callable[[Recorder, Case, Mapping[str, int]], None]
 Supports = Callable[[int], bool]
 ScaleUnit = Callable[[Mapping[str, int], int, int], "int | None"]
+RoundCutter = Callable[[Mapping[str, int], int, int], "RoundCut | None"]
 LIBRARIES = ("ompi", "mpich", "generic")
 
 
@@ -98,10 +99,16 @@ class Algorithm:
     pipelined: bool = False  # the schedule is a tree_pipeline of `segsize` segments over its one-segment schedule
     nprocs_ok: Supports | None = None  # the communicator sizes the library runs it on (None: all)
     segmented: "Segmented | None" = None  # n bytes are segments repeated (segment_cut)
+    rounds: RoundCutter | None = None  # n bytes are alike rounds repeated (round_cut)
 
     def segment_cut(self, params: Mapping[str, int], nbytes: int) -> "SegmentCut | None":
         """How the schedule for ``nbytes`` is alike segments repeated (:class:`Segmented`), or None."""
         return None if self.segmented is None else self.segmented.cut(params, nbytes)
+
+    def round_cut(self, params: Mapping[str, int], nprocs: int, nbytes: int) -> RoundCut | None:
+        """How the schedule for ``nbytes`` on ``nprocs`` ranks is alike rounds repeated (:class:`RoundCut`), or
+        None."""
+        return None if self.rounds is None else self.rounds(params, nprocs, nbytes)
 
     def supports(self, nprocs: int) -> bool:
         """Whether the library runs this algorithm on ``nprocs`` ranks (Open MPI's two_proc: only on 2)."""
@@ -139,13 +146,32 @@ class Algorithm:
         return values
 
 
+class RoundCut(NamedTuple):
+    """A schedule for n bytes run as ``count`` alike rounds of ``per_round`` bytes each, then a tail (its phases
+    named from ``tail``) whose transmissions carry one ``piece`` of bytes per round: Open MPI's segmented ring
+    allreduce, whose reduce-scatter runs in rounds of one piece per block and whose allgather passes whole
+    blocks. The same algorithm with ``params`` on ``nbytes(m)`` bytes runs m of those rounds, its tail's
+    transmissions carrying m pieces (:mod:`commcost.selection.round_fold` prices the whole from them)."""
+
+    count: int
+    per_round: int
+    piece: int
+    params: tuple[tuple[str, int], ...]
+    tail: str
+
+    def nbytes(self, rounds: int) -> int:
+        """The message whose schedule is ``rounds`` of these rounds."""
+        return rounds * self.per_round
+
+
 ALGORITHMS: dict[tuple[Collective, str], Algorithm] = {}
 
 
 def register(collective: Collective, library: str, name: str, description: str,
              params: tuple[Param, ...] = (), id: int | None = None,
              scales: ScaleUnit | None = None, pipelined: bool = False,
-             nprocs_ok: Supports | None = None, segmented: Segmented | None = None) -> Callable[[Builder], Builder]:
+             nprocs_ok: Supports | None = None, segmented: Segmented | None = None,
+             rounds: RoundCutter | None = None) -> Callable[[Builder], Builder]:
     """Decorator: register ``builder`` as ``library.name`` for ``collective``.
 
     ``scales(params, nprocs, nbytes)`` gives the size whose schedule scales to
@@ -154,14 +180,14 @@ def register(collective: Collective, library: str, name: str, description: str,
     (:func:`commcost.collectives.ompi_bcast.tree_pipeline`), so a model may price it from the tree.
     ``nprocs_ok(P)``: whether the library runs it on P ranks; :func:`build` raises :class:`Unsupported`
     where it does not (as the library's call fails). ``segmented``: how a schedule is made of repeated segments
-    (:class:`Segmented`).
+    (:class:`Segmented`); ``rounds(params, nprocs, nbytes)``: of alike rounds (:class:`RoundCut`), or None.
     """
     if library not in LIBRARIES:
         raise ValueError(f"library must be one of {LIBRARIES}")
 
     def wrap(builder: Builder) -> Builder:
         algorithm = Algorithm(collective, library, name, builder, description, params, id, scales, pipelined,
-                              nprocs_ok, segmented)
+                              nprocs_ok, segmented, rounds)
         if (collective, algorithm.key) in ALGORITHMS:
             raise ValueError(f"{collective.value} {algorithm.key} is registered twice")
         ALGORITHMS[(collective, algorithm.key)] = algorithm

@@ -17,13 +17,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from commcost.collectives import Algorithm, Case, build, build_folded
+from commcost.collectives import Algorithm, Case, build
 from commcost.collectives.ompi_han import on_placement
 from commcost.collectives.recorder import BYTES_PER_TRANSMISSION, ScheduleTooLarge, transmission_limit
 from commcost.models import Model, PlacedSchedule
-from commcost.models.symmetry import fold_shift
 from commcost.models.taulop.model import TauLop
+from commcost.selection.folded_place import placed as place, placed_folded
 from commcost.selection.long_pipeline import pipeline_statistic_s
+from commcost.selection.round_fold import rounds_statistic_s
 from commcost.selection.pipeline_price import pipeline_time_s
 from commcost.platform import Mapping, Platform
 from commcost.units import format_nbytes
@@ -125,6 +126,9 @@ def price_sizes(algorithm: Algorithm, params: dict[str, int], nprocs: int, sizes
                 folded = pipeline_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
                                               root, memo=memo, notes=refused,
                                               bound=None if bound is None else float(bound[i]))
+                if folded is None:  # many alike rounds: from the first ones (round_fold)
+                    folded = rounds_statistic_s(algorithm, values, nprocs, int(sizes[i]), platform, mapping, model,
+                                                root, memo=memo)
                 if folded is not None:
                     out[i] = folded
                     tree_priced.add(i)
@@ -188,10 +192,14 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
     (in elements of ``element_bytes``: each size built on its own)."""
     out = np.empty(len(sizes))
     placed: dict[int, PlacedSchedule] = {}  # each unit placed once; its sizes priced on it scaled
+    memo: dict = {}  # first rounds shared by the sizes cut alike
     for m_index, nbytes in enumerate(sizes):
         folded = None if element_bytes > 1 else pipeline_statistic_s(algorithm, values, nprocs, int(nbytes),
                                                                      platform, mapping, model, root, statistic,
                                                                      notes=refused)
+        if folded is None and element_bytes == 1:
+            folded = rounds_statistic_s(algorithm, values, nprocs, int(nbytes), platform, mapping, model, root,
+                                        statistic, memo)
         if folded is not None:
             out[m_index] = folded
             continue
@@ -200,8 +208,7 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
         try:
             if base not in placed:
                 case = Case(algorithm.collective, nprocs, base, root, element_bytes)
-                placed[base] = placed_folded(algorithm, case, values, platform, mapping, model) or \
-                    PlacedSchedule.of(build(algorithm, case, values).schedule, platform, mapping)
+                placed[base] = place(algorithm, case, values, platform, mapping, model)
         except ScheduleTooLarge:
             out[m_index] = np.inf
             _refuse(refused, algorithm, values, nprocs, [nbytes])
@@ -210,25 +217,6 @@ def _statistic_of_sizes(algorithm: Algorithm, values: dict[str, int], nprocs: in
         out[m_index] = model.statistic_s(one, statistic)
         placed[base].keep_derived(one)
     return out
-
-
-FOLD_BUILD_FROM = 128  # ranks: a smaller schedule is built whole (folding it saves little)
-
-
-def placed_folded(algorithm: Algorithm, case: Case, values: dict[str, int], platform: Platform, mapping: Mapping,
-                  model: Model) -> PlacedSchedule | None:
-    """``case``'s schedule built and placed folded by one node's ranks (a ring allreduce on 1,024 ranks of 4
-    per node: 4 of every 1,024 transmissions; :func:`commcost.collectives.build_folded`,
-    :meth:`PlacedSchedule.of_folded`), where the model prices such a fold as the whole
-    (:attr:`Model.folds_by_rank_shift`) and the schedule and its placement are invariant under the shift;
-    else None (build it whole). From :data:`FOLD_BUILD_FROM` ranks."""
-    if not model.folds_by_rank_shift or case.nprocs < FOLD_BUILD_FROM:
-        return None
-    folded = build_folded(algorithm, case, fold_shift(mapping.node_of_rank[:case.nprocs]), values)
-    if folded is None:
-        return None
-    return PlacedSchedule.of_folded(folded[0].schedule, folded[1], case.nprocs, platform, mapping,
-                                    model.fold_checks_domains)
 
 
 def _refuse(refused: list[str] | None, algorithm: Algorithm, values: dict[str, int], nprocs: int,
