@@ -9,11 +9,14 @@ fitted family (:func:`taulop_tables`), reductions at a fitted rate (:func:`reduc
 
 from __future__ import annotations
 
-from typing import Sequence
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from commcost.calibration.fit_layout import layout_of
+from commcost.errors import InputError
 
 
 def taulop_tau_max(placed) -> int:
@@ -51,6 +54,23 @@ def reduction_law(rate_s_per_byte: float):
 # 2,048-rank synthetic sweep, 4 sets on its one-rank-per-node points: 22-23 s together, 25 s alone)
 MIN_SETS_TOGETHER = 6
 MIN_TRANSMISSIONS_TOGETHER = 5000
+
+
+THREAD_FROM = 2000  # transmissions: a point's schedule with fewer is priced in the calling thread (a thread's
+# hand-off costs more than its pricing saves)
+THREADS_VARIABLE = "COMMCOST_FIT_THREADS"
+
+
+def fit_threads() -> int:
+    """The threads a fit prices its points on: ``$COMMCOST_FIT_THREADS`` when set (an integer >= 1), else the
+    cores this process may run on, at most 16."""
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise InputError(f"expected a whole number >= 1 of threads, got {text[:40]!r}", where=THREADS_VARIABLE)
+        return int(text)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, 16))
 
 
 class Pricer:
@@ -130,10 +150,25 @@ class Pricer:
 
     def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         priced = self.model_at(theta)
-        index = range(len(self.placed)) if rows is None else np.asarray(rows, dtype=np.int64).tolist()
+        index = list(range(len(self.placed))) if rows is None else np.asarray(rows, dtype=np.int64).tolist()
         if self.statistics is None:
-            return np.array([priced.total_time_s(self.placed[i]) for i in index], dtype=np.float64)
-        return np.array([priced.statistic_s(self.placed[i], self.statistics[i]) for i in index], dtype=np.float64)
+            return np.array(self._each(lambda i: priced.total_time_s(self.placed[i]), index), dtype=np.float64)
+        return np.array(self._each(lambda i: priced.statistic_s(self.placed[i], self.statistics[i]), index),
+                        dtype=np.float64)
+
+    def _each(self, price: Callable[[int], Any], index: list[int]) -> list:
+        """``price(i)`` for every point i of ``index``, in order: those of :data:`THREAD_FROM` transmissions or
+        more on :func:`fit_threads` threads (the models' compiled loops release the GIL, and each point is
+        priced by one thread, so the numbers are the ones a single thread gives), the rest meanwhile in this
+        one."""
+        threads = fit_threads()
+        large = [i for i in index if self.placed[i].schedule.ntransmissions >= THREAD_FROM] if threads > 1 else []
+        if len(large) < 2:
+            return [price(i) for i in index]
+        with ThreadPoolExecutor(threads) as pool:
+            running = {i: pool.submit(price, i) for i in large}
+            here = {i: price(i) for i in index if i not in running}
+            return [running[i].result() if i in running else here[i] for i in index]
 
     def columns(self, thetas: Sequence[np.ndarray], which: np.ndarray) -> np.ndarray:
         """Every point's price at each of ``thetas`` where ``which[i, j]`` (NaN elsewhere): what ``self(thetas[j],
@@ -154,14 +189,17 @@ class Pricer:
                     out[rows, j] = self(theta, rows)
             return out
         models = [self.model_at(theta) for theta in thetas]
-        for i, placed in enumerate(self.placed):
-            cols = np.flatnonzero(which[i])
-            if len(cols):
-                statistic = "max" if self.statistics is None else self.statistics[i]
-                if len(cols) < MIN_SETS_TOGETHER and placed.schedule.ntransmissions < MIN_TRANSMISSIONS_TOGETHER:
-                    out[i, cols] = [models[j].statistic_s(placed, statistic) for j in cols.tolist()]
-                else:
-                    out[i, cols] = statistics_s([models[j] for j in cols.tolist()], placed, statistic)
+
+        def point(i: int) -> list[float] | np.ndarray:
+            placed, cols = self.placed[i], np.flatnonzero(which[i])
+            statistic = "max" if self.statistics is None else self.statistics[i]
+            if len(cols) < MIN_SETS_TOGETHER and placed.schedule.ntransmissions < MIN_TRANSMISSIONS_TOGETHER:
+                return [models[j].statistic_s(placed, statistic) for j in cols.tolist()]
+            return statistics_s([models[j] for j in cols.tolist()], placed, statistic)
+
+        index = np.flatnonzero(which.any(axis=1)).tolist()
+        for i, got in zip(index, self._each(point, index)):
+            out[i, np.flatnonzero(which[i])] = got
         return out
 
 
