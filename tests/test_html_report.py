@@ -195,7 +195,9 @@ def test_tune_html_has_provenance_confidence_fit_quality_selection_and_deploy(tu
     assert "How to choose, by cross-validation over P" in text
     row = re.search(r"<tr><td>bcast\.ompi</td>(.*?)</tr>", text.split("How to choose")[1]).group(1)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
-    assert cells[0] == ", ".join(map(str, strategy["folds"])) and cells[-1] == strategy["chosen"]
+    assert cells[0] == ", ".join(map(str, strategy["folds"])) and cells[-1].split(" (")[0] == strategy["chosen"]
+    unvouched = strategy["not_cross_validated_at"]  # P of the rules in a regime the folds did not hold out
+    assert (f"not cross-validated at P = {', '.join(map(str, unvouched))}" in cells[-1]) == bool(unvouched)
     from commcost.selection.strategies import STRATEGIES
 
     assert STRATEGIES == ("default", "anchored", "constant", "model")  # the table's columns, safest first

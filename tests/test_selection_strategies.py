@@ -142,3 +142,40 @@ def test_with_two_held_out_p_the_margin_over_the_default_shrinks_as_their_square
         assert choice.folds == [32, 64] and choice.penalties["anchored"] == pytest.approx(0.0)
         assert choice.chosen == kept
     assert margin_pct(2) == pytest.approx(15.0 / 2 ** 0.5) and margin_pct(1) == 15.0
+
+
+def test_a_way_applied_in_a_regime_no_fold_held_out_is_said_not_cross_validated():
+    """Trained on one node only (P <= 64 here, 64 ranks a node), the folds hold out one-node P; applied at
+    128 and 256 ranks, across nodes, the strategy line says those P were not cross-validated (Peak trained on
+    P <= 32, one node: the way kept lost to Open MPI's default across nodes for allgather, 49.6% against
+    6.4%, and won for gather, 25% against 1,342%; nothing in the rows tells which)."""
+    from types import SimpleNamespace
+
+    from commcost.workflows.evaluate import other_regime, strategy_line
+
+    def truth(alg, p, n):
+        return 1.0 if alg == "a" else 2.0
+    measured = table(truth)
+    defaults = {pt: 3.0 for pt in measured}
+    times = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
+    choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: times, regime=lambda p: p > 64)
+    assert choice.regime is False and choice.chosen != "default"
+    node = lambda p: SimpleNamespace(node_of_rank=np.arange(p) // 64)  # noqa: E731
+    choice.unvouched = other_regime(choice, [32, 64, 128, 256], node)
+    assert choice.unvouched == [128, 256]
+    assert strategy_line(choice).endswith("not cross-validated at P = 128, 256: the folds held out P on one node "
+                                          "only, and these are not")
+    assert choice.to_dict()["not_cross_validated_at"] == [128, 256]
+    choice.chosen = "default"  # no rule written: nothing to warn of
+    assert "not cross-validated" not in strategy_line(choice)
+    assert other_regime(choose_strategy(measured, defaults, ["a", "b"], lambda p: times), [128], node) == []
+
+
+def test_the_html_table_says_where_the_way_kept_was_not_cross_validated():
+    from commcost.report.selection_page import cross_validation_rows
+
+    info = {"chosen": "anchored", "folds": [8, 16, 32], "cv_mean_penalty_pct": {"anchored": 0.9},
+            "not_cross_validated_at": [64, 128]}
+    assert cross_validation_rows({"allgather": info})[0][-1] == "anchored (not cross-validated at P = 64, 128)"
+    assert cross_validation_rows({"allgather": {**info, "chosen": "default"}})[0][-1] == "default"
+    assert cross_validation_rows({"allgather": {**info, "not_cross_validated_at": []}})[0][-1] == "anchored"

@@ -66,8 +66,16 @@ def cross_validation_rows(strategies: Mapping[str, Mapping[str, Any] | None]) ->
         pens = info.get("cv_mean_penalty_pct") or {}
         rows.append([name, ", ".join(map(str, info.get("folds") or [])) or "none",
                      *(None if pens.get(way) is None else round(float(pens[way]), 1) for way in STRATEGIES),
-                     info.get("chosen")])
+                     _kept(info)])
     return rows
+
+
+def _kept(info: Mapping[str, Any]) -> str:
+    """The way kept, and the process counts it was applied to in a regime no fold held out."""
+    unvouched = info.get("not_cross_validated_at") or []
+    if not unvouched or info.get("chosen") == "default":
+        return str(info.get("chosen"))
+    return f"{info.get('chosen')} (not cross-validated at P = {', '.join(map(str, unvouched))})"
 
 
 def add_cross_validation(page: HtmlPage, strategies: Mapping[str, Mapping[str, Any] | None]) -> None:

@@ -123,11 +123,13 @@ class StrategyChoice:
     chosen: str
     scored_in: dict[str, int] = field(default_factory=dict)
     per_fold: dict[str, dict[int, float]] = field(default_factory=dict)  # strategy -> held-out P -> penalty %
+    regime: Hashable | None = None  # the regime of the held-out P (several nodes or not); None: not told
+    unvouched: list[int] = field(default_factory=list)  # P it is applied to in another regime (said by callers)
 
     def to_dict(self) -> dict:
         """Plain data for reports."""
         return {"chosen": self.chosen, "folds": list(self.folds), "cv_mean_penalty_pct": dict(self.penalties),
-                "folds_scored": dict(self.scored_in),
+                "folds_scored": dict(self.scored_in), "not_cross_validated_at": list(self.unvouched),
                 "cv_penalty_pct_per_fold": {name: {str(p): v for p, v in folds.items()}
                                             for name, folds in self.per_fold.items()}}
 
@@ -183,4 +185,4 @@ def choose_strategy(measured: Measured, defaults: Mapping[Point, float], choices
     if chosen != "default" and "default" in means and means["default"] - means[chosen] < margin_pct(folds_run):
         chosen = "default"  # a gain within what so few samples resolve is not evidence
     return StrategyChoice(means, held, chosen, {name: len(v) for name, v in per_fold.items()},
-                          {name: folds for name, folds in per_fold.items() if folds})
+                          {name: folds for name, folds in per_fold.items() if folds}, target)

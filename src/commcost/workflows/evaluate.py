@@ -210,8 +210,21 @@ def strategy_line(strategy) -> str:
         each = f" ({', '.join(f'{p}: {v:.1f}%' for p, v in sorted(folds.items()))})" if len(folds) > 1 else ""
         return f"{name} {pen:.1f}%{each}"
     figures = ", ".join(figure(name, pen) for name, pen in sorted(strategy.penalties.items()))
+    unvouched = ""
+    if strategy.unvouched and strategy.chosen != "default":
+        where = "on one node" if strategy.regime is False else "across nodes"
+        unvouched = (f"; not cross-validated at P = {', '.join(map(str, strategy.unvouched))}: the folds held out "
+                     f"P {where} only, and these are not")
     return (f"forward cross-validation over P (held out {', '.join(map(str, strategy.folds))}; mean penalty of "
-            f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}")
+            f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}{unvouched}")
+
+
+def other_regime(strategy, procs, mapping_of) -> list[int]:
+    """The process counts of ``procs`` in another regime (several nodes or one, placed by ``mapping_of``) than
+    the one ``strategy``'s folds held out: there nothing cross-validated its way of choosing."""
+    if strategy is None or strategy.regime is None:
+        return []
+    return [p for p in procs if (len(set(mapping_of(p).node_of_rank[:p].tolist())) > 1) != strategy.regime]
 
 
 @dataclass
@@ -316,6 +329,8 @@ def evaluate_selection(options: EvaluateOptions) -> Evaluation:
                   **_trained_best(options, collective)}
     timed = {"Open MPI default (measured)": measured_default} if measured_default else {}
     strategy, ways = cross_validated(options, collective, platform, mapping_of, choices, statistic)
+    if strategy is not None:
+        strategy.unvouched = other_regime(strategy, procs, mapping_of)
     if strategy is not None and ways and measured_default:
         def held_out(way):
             return {pt: (measured_default.get(pt, float("nan")) if (pick := way(*pt)) is None

@@ -53,6 +53,12 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
     strategy, pick = (getattr(args, "strategies", None) or {}).get(collective.value, (None, None)) \
         if library == "ompi" else (None, None)
     if strategy is not None:
+        from commcost.io.platform_file import load_platform
+        from commcost.workflows.evaluate import other_regime
+        from commcost.workflows.pricing import load_mapping
+
+        platform, spec = load_platform(platform_path)
+        strategy.unvouched = other_regime(strategy, procs, lambda nprocs: load_mapping(opts, platform, spec, nprocs))
         selection, kept, strategy_text = _as_cross_validated(result, selection, kept, strategy, pick, source)
     chosen = picks_or_default(result, kept) if strategy is None or strategy.chosen != "constant" else \
         [[pick(p, n) for n in sizes] for p in procs]
