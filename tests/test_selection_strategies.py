@@ -163,9 +163,12 @@ def test_a_way_applied_in_a_regime_no_fold_held_out_is_said_not_cross_validated(
     node = lambda p: SimpleNamespace(node_of_rank=np.arange(p) // 64)  # noqa: E731
     choice.unvouched = other_regime(choice, [32, 64, 128, 256], node)
     assert choice.unvouched == [128, 256]
-    assert strategy_line(choice).endswith("not cross-validated at P = 128, 256: the folds held out P on one node "
-                                          "only, and these are not")
-    assert choice.to_dict()["not_cross_validated_at"] == [128, 256]
+    assert choice.beyond == "default"  # a wins everywhere: the best constant ties the model's ways in the folds
+    assert choice.way_at(64) == choice.chosen and choice.way_at(128) == "default"
+    assert "not cross-validated at P = 128, 256: the folds held out P on one node only, and these are not; kept " \
+           "there: Open MPI's default" in strategy_line(choice)
+    assert choice.to_dict()["not_cross_validated_at"] == [128, 256] and choice.to_dict()["kept_there"] == "default"
+    assert other_regime(choice, [96, 128], lambda p: SimpleNamespace(node_of_rank=np.arange(p) // 256)) == []
     choice.chosen = "default"  # no rule written: nothing to warn of
     assert "not cross-validated" not in strategy_line(choice)
     assert other_regime(choose_strategy(measured, defaults, ["a", "b"], lambda p: times), [128], node) == []
@@ -179,3 +182,20 @@ def test_the_html_table_says_where_the_way_kept_was_not_cross_validated():
     assert cross_validation_rows({"allgather": info})[0][-1] == "anchored (not cross-validated at P = 64, 128)"
     assert cross_validation_rows({"allgather": {**info, "chosen": "default"}})[0][-1] == "default"
     assert cross_validation_rows({"allgather": {**info, "not_cross_validated_at": []}})[0][-1] == "anchored"
+
+
+def test_past_the_trained_regime_the_model_is_kept_only_where_it_beat_the_best_constant():
+    """Where the model's growth in P made its picks in the folds (it beat the best constant algorithm by the
+    margin) it is kept past the trained regime; where one algorithm won every fold as well, the library's
+    default is, and always past a constant (Peak trained on one node: allgather's and alltoall's anchored
+    forms tied the constant in the folds and lost to the default across nodes)."""
+    from commcost.selection.strategies import beyond_regime, margin_pct
+
+    assert beyond_regime("anchored", {"anchored": 7.0, "constant": 50.0, "default": 134.8}, 3) == "anchored"
+    assert beyond_regime("model", {"model": 3.0, "constant": 67.4}, 3) == "model"
+    assert beyond_regime("anchored", {"anchored": 0.9, "constant": 0.0}, 3) == "default"
+    assert beyond_regime("anchored", {"anchored": 0.3, "constant": 1.9}, 3) == "default"
+    assert beyond_regime("anchored", {"anchored": 1.0, "constant": 1.0 + margin_pct(2)}, 2) == "anchored"
+    assert beyond_regime("constant", {"constant": 0.0, "default": 50.0}, 3) == "default"
+    assert beyond_regime("default", {"default": 1.0}, 3) == "default"
+    assert beyond_regime("model", {"model": 1.0}, 3) == "default"  # no constant scored: nothing to beat

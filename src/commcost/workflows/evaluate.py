@@ -213,18 +213,23 @@ def strategy_line(strategy) -> str:
     unvouched = ""
     if strategy.unvouched and strategy.chosen != "default":
         where = "on one node" if strategy.regime is False else "across nodes"
+        kept = (f"{strategy.beyond} (it beat the best constant algorithm in the folds)" if strategy.beyond != "default"
+                else "Open MPI's default (in the folds the way kept did not beat the best constant algorithm by the "
+                     "margin, and a constant's win is a fact of its regime)")
         unvouched = (f"; not cross-validated at P = {', '.join(map(str, strategy.unvouched))}: the folds held out "
-                     f"P {where} only, and these are not")
+                     f"P {where} only, and these are not; kept there: {kept}")
     return (f"forward cross-validation over P (held out {', '.join(map(str, strategy.folds))}; mean penalty of "
             f"each way of choosing): {figures or 'no fold could be scored'}; kept: {strategy.chosen}{unvouched}")
 
 
 def other_regime(strategy, procs, mapping_of) -> list[int]:
-    """The process counts of ``procs`` in another regime (several nodes or one, placed by ``mapping_of``) than
-    the one ``strategy``'s folds held out: there nothing cross-validated its way of choosing."""
+    """The process counts of ``procs`` past the largest trained P and in another regime (several nodes or one,
+    placed by ``mapping_of``) than the one ``strategy``'s folds held out: there nothing cross-validated its way
+    of choosing (:attr:`StrategyChoice.beyond` is kept there)."""
     if strategy is None or strategy.regime is None:
         return []
-    return [p for p in procs if (len(set(mapping_of(p).node_of_rank[:p].tolist())) > 1) != strategy.regime]
+    return [p for p in procs if p > strategy.trained_up_to
+            and (len(set(mapping_of(p).node_of_rank[:p].tolist())) > 1) != strategy.regime]
 
 
 @dataclass
@@ -335,7 +340,10 @@ def evaluate_selection(options: EvaluateOptions) -> Evaluation:
         def held_out(way):
             return {pt: (measured_default.get(pt, float("nan")) if (pick := way(*pt)) is None
                          else times.get(pick, float("nan"))) for pt, times in measured.items()}
-        timed[f"commcost, cross-validated ({strategy.chosen})"] = held_out(ways[strategy.chosen])
+        past = f"; {strategy.beyond} past {strategy.trained_up_to} ranks" \
+            if strategy.unvouched and strategy.beyond != strategy.chosen else ""
+        timed[f"commcost, cross-validated ({strategy.chosen}{past})"] = held_out(
+            lambda nprocs, nbytes: ways[strategy.way_at(nprocs)](nprocs, nbytes))
         if "anchored" in ways:  # the one way no other column scores
             timed["anchored in training rows"] = held_out(ways["anchored"])
     scores = penalties(measured, strategies, timed)

@@ -61,7 +61,7 @@ def select_one(args, collective, library: str, model: str, params_path: Path, pl
         strategy.unvouched = other_regime(strategy, procs, lambda nprocs: load_mapping(opts, platform, spec, nprocs))
         selection, kept, strategy_text = _as_cross_validated(result, selection, kept, strategy, pick, source)
     chosen = picks_or_default(result, kept) if strategy is None or strategy.chosen != "constant" else \
-        [[pick(p, n) for n in sizes] for p in procs]
+        [[None if p in strategy.unvouched else pick(p, n) for n in sizes] for p in procs]
     title = f"{collective.value} ({library}): best algorithm by {model}"
     margin, runner_up = margins(result.time_s, [c.algorithm.key for c in result.choices])
     region = regions(procs, sizes, calibration["procs"], calibration["sizes"],
@@ -130,12 +130,17 @@ def _as_cross_validated(result, selection, kept, strategy, pick, source: str):
         kept = np.ones((len(procs), len(sizes)), bool)
         return (compress(coll, library, procs, sizes, picks_or_default(result, kept), source), kept,
                 line + ": no rule written (nothing beat Open MPI's default in cross-validation)")
+    elsewhere = np.array([p in strategy.unvouched for p in procs])  # rows where the default is kept instead
     if strategy.chosen == "constant":
         constant = pick(procs[0], sizes[0])
-        return (compress(coll, library, procs, sizes, [[constant for _ in sizes] for _ in procs], source),
-                np.zeros((len(procs), len(sizes)), bool), line + f": {constant.label} everywhere")
+        rows = [[None if far else constant for _ in sizes] for far in elsewhere]
+        return (compress(coll, library, procs, sizes, rows, source), np.repeat(elsewhere[:, None], len(sizes), 1),
+                line + f": {constant.label} everywhere" + (" else" if elsewhere.any() else ""))
     if strategy.chosen == "anchored":
         line += " (the rules are the model's: anchoring needs measured times at the rules' own sizes)"
+    if strategy.beyond == "default" and elsewhere.any():
+        kept = kept | elsewhere[:, None]
+        selection = compress(coll, library, procs, sizes, picks_or_default(result, kept), source)
     return selection, kept, line
 
 
