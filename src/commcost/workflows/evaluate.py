@@ -213,9 +213,10 @@ def strategy_line(strategy) -> str:
     unvouched = ""
     if strategy.unvouched and strategy.chosen != "default":
         where = "on one node" if strategy.regime is False else "across nodes"
-        kept = (f"{strategy.beyond} (it beat the best constant algorithm in the folds)" if strategy.beyond != "default"
-                else "Open MPI's default (in the folds the way kept did not beat the best constant algorithm by the "
-                     "margin, and a constant's win is a fact of its regime)")
+        kept = (f"{strategy.beyond} (it beat the best constant algorithm in the folds by more than a tie)"
+                if strategy.beyond != "default" else
+                "Open MPI's default (in the folds the way kept did not beat the best constant algorithm by more "
+                "than a tie, and a constant's win is a fact of its regime)")
         unvouched = (f"; not cross-validated at P = {', '.join(map(str, strategy.unvouched))}: the folds held out "
                      f"P {where} only, and these are not; kept there: {kept}")
     return (f"forward cross-validation over P (held out {', '.join(map(str, strategy.folds))}; mean penalty of "
