@@ -149,7 +149,7 @@ def test_a_way_applied_in_a_regime_no_fold_held_out_is_said_not_cross_validated(
     128 and 256 ranks, across nodes, the strategy line says those P were not cross-validated (Peak trained on
     P <= 32, one node: the way kept lost to Open MPI's default across nodes for allgather, 49.6% against
     6.4%, and won for gather, 25% against 1,342%; nothing in the rows tells which)."""
-    from types import SimpleNamespace
+    from commcost.platform import Mapping
 
     from commcost.workflows.evaluate import other_regime, strategy_line
 
@@ -160,7 +160,7 @@ def test_a_way_applied_in_a_regime_no_fold_held_out_is_said_not_cross_validated(
     times = lambda alg, p, sizes: np.array([truth(alg, p, n) for n in sizes])  # noqa: E731
     choice = choose_strategy(measured, defaults, ["a", "b"], lambda p: times, regime=lambda p: p > 64)
     assert choice.regime is False and choice.chosen != "default"
-    node = lambda p: SimpleNamespace(node_of_rank=np.arange(p) // 64)  # noqa: E731
+    node = lambda p: Mapping.on_nodes(np.arange(p) // 64)  # noqa: E731
     choice.unvouched = other_regime(choice, [32, 64, 128, 256], node)
     assert choice.unvouched == [128, 256]
     assert choice.beyond == "default"  # a wins everywhere: the best constant ties the model's ways in the folds
@@ -168,7 +168,7 @@ def test_a_way_applied_in_a_regime_no_fold_held_out_is_said_not_cross_validated(
     assert "not cross-validated at P = 128, 256: the folds held out P on one node only, and these are not; kept " \
            "there: Open MPI's default" in strategy_line(choice)
     assert choice.to_dict()["not_cross_validated_at"] == [128, 256] and choice.to_dict()["kept_there"] == "default"
-    assert other_regime(choice, [96, 128], lambda p: SimpleNamespace(node_of_rank=np.arange(p) // 256)) == []
+    assert other_regime(choice, [96, 128], lambda p: Mapping.on_nodes(np.arange(p) // 256)) == []
     choice.chosen = "default"  # no rule written: nothing to warn of
     assert "not cross-validated" not in strategy_line(choice)
     assert other_regime(choose_strategy(measured, defaults, ["a", "b"], lambda p: times), [128], node) == []

@@ -376,7 +376,7 @@ def collective_points(rows, platform, collectives: Sequence[str] | None = None, 
         if held > limit:
             raise held_too_many(limit, coll, alg, nprocs, nbytes)
         used.update(platform.channels[c].name for c in np.unique(where.channel))
-        nodes = len(np.unique(where.mapping.node_of_rank[:nprocs])) if coll != "p2p" else 1
+        nodes = where.mapping.nodes_of_first(nprocs) if coll != "p2p" else 1
         points.append(Point(coll, label, nprocs, nbytes, float(np.median(times)), nodes, statistic))
         placed.append(where)
     channels = [c.name for c in platform.channels if c.name in used]

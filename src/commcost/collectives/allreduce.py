@@ -65,9 +65,13 @@ def _segmented_ring_unit(params: Mapping[str, int], nprocs: int, nbytes: int) ->
     return None
 
 
-def _rounds(nprocs: int, nbytes: int, segcount: int) -> int:
-    """segmented_ring's ``num_phases``: n // (P segcount), one more when the remainder is at least P and more
-    than half of P segcount (``ompi_coll_base_allreduce_intra_ring_segmented``)."""
+def _rounds(nprocs: int, nbytes: int, segsize: int) -> int:
+    """segmented_ring's ``num_phases`` with segcount = ``segsize`` (if 1 <= segsize < n, else n): n // (P
+    segcount), one more when the remainder is at least P and more than half of P segcount; 0 where Open MPI
+    runs the ring instead, n < P segcount (``ompi_coll_base_allreduce_intra_ring_segmented``)."""
+    segcount = segsize if 1 <= segsize < nbytes else nbytes
+    if nbytes < nprocs * segcount:
+        return 0
     rounds, rest = divmod(nbytes, nprocs * segcount)
     return rounds + 1 if rest >= nprocs and rest > (nprocs * segcount) // 2 else rounds
 
@@ -77,12 +81,8 @@ def _segmented_ring_rounds(params: Mapping[str, int], nprocs: int, nbytes: int) 
     R P q (every power of two from P segsize on, for P and segsize powers of two): the same algorithm with
     ``segsize`` q on m P q bytes runs m of those rounds, and its allgather passes blocks of m pieces instead of
     R. None where it runs the ring (n < P segcount) or the pieces differ."""
-    segsize = params.get("segsize", 0)
-    segcount = segsize if 1 <= segsize < nbytes else nbytes
-    if nbytes < nprocs * segcount:
-        return None
-    rounds = _rounds(nprocs, nbytes, segcount)
-    if nbytes % (nprocs * rounds):
+    rounds = _rounds(nprocs, nbytes, params.get("segsize", 0))
+    if not rounds or nbytes % (nprocs * rounds):
         return None
     piece = nbytes // (nprocs * rounds)
     return RoundCut(rounds, nprocs * piece, piece, (("segsize", piece),), ALLGATHER_STEP)
@@ -272,12 +272,10 @@ def allreduce_segmented_ring(rec: Recorder, case: Case, params: Mapping[str, int
     blocks.
     """
     p, n = case.nprocs, case.nbytes
-    segsize = params["segsize"]
-    segcount = segsize if 1 <= segsize < n else n
-    if n < p * segcount:
+    rounds = _rounds(p, n, params["segsize"])
+    if not rounds:
         allreduce_ring(rec, case, params)
         return
-    rounds = _rounds(p, n, segcount)
     # refused up front, not after thousands of rounds recorded (folded: one node's share counted)
     rec.reserve((rounds + 1) * p * (p - 1), f"{rounds:,} rounds of a ring of P - 1 steps, then its allgather",
                 whole=False)

@@ -46,6 +46,10 @@ class Mapping:
         """Number of ranks placed."""
         return len(self.node_of_rank)
 
+    def nodes_of_first(self, nprocs: int) -> int:
+        """How many nodes ranks 0..nprocs-1 sit on (a communicator of the first ``nprocs`` ranks)."""
+        return len(np.unique(self.node_of_rank[:nprocs]))
+
     @classmethod
     def on_nodes(cls, node_of_rank: np.ndarray | list[int], description: str = "") -> "Mapping":
         """CPU ranks of one core each on the given node indices."""

@@ -230,7 +230,7 @@ def other_regime(strategy, procs, mapping_of) -> list[int]:
     if strategy is None or strategy.regime is None:
         return []
     return [p for p in procs if p > strategy.trained_up_to
-            and (len(set(mapping_of(p).node_of_rank[:p].tolist())) > 1) != strategy.regime]
+            and (mapping_of(p).nodes_of_first(p) > 1) != strategy.regime]
 
 
 @dataclass

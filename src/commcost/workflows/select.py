@@ -76,7 +76,7 @@ def make_pricer(args: argparse.Namespace, procs: list[int], refused: list[str] |
                             refused=refused, element_bytes=getattr(args, "element_bytes", 1))
     if getattr(args, "algorithm_fit", False):
         price = with_algorithm_fits(args, params, price,
-                                    lambda nprocs: len(set(mapping_of(nprocs).node_of_rank[:nprocs].tolist())) == 1)
+                                    lambda nprocs: mapping_of(nprocs).nodes_of_first(nprocs) == 1)
     return price
 
 
