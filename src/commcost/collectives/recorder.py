@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from commcost.arrays import unique_inverse
 from commcost.collectives.case import Case, CollectiveSchedule
 from commcost.collectives.rank_shift import NotFoldable, shift_invariant
 from commcost.errors import InputError
@@ -237,7 +238,7 @@ class Recorder:
             new = np.r_[True, step[1:] != step[:-1]]
             steps, local = step[new], np.cumsum(new) - 1
         else:
-            steps, local = np.unique(step, return_inverse=True)
+            steps, local = unique_inverse(step)
             order = np.argsort(local, kind="stable")
         first = len(self._names)
         self._names += [f"{label} step {t}" for t in steps.tolist()] if names is None else list(names)

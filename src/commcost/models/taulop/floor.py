@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from commcost.arrays import unique_inverse
 from commcost.jit import njit
 from commcost.models.taulop.params import TransmissionLaw
 
@@ -119,7 +120,7 @@ def domain_loads_s(laws: list[TransmissionLaw | None], channel: np.ndarray, doma
     """(domains, seconds): each contention domain's bytes times its channel's :func:`law_domain_floor`, a
     lower bound of the last end wherever the domain's transmissions all move their bytes."""
     rho = np.array([law_domain_floor(law) if law is not None else 0.0 for law in laws])
-    keys, inverse = np.unique(np.asarray(domain), return_inverse=True)
+    keys, inverse = unique_inverse(np.asarray(domain))
     loads = np.zeros(len(keys))
     np.add.at(loads, inverse, rho[np.asarray(channel)] * np.asarray(nbytes, np.float64))
     return keys, loads

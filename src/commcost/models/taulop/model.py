@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from commcost.arrays import unique_inverse
 from commcost.errors import InputError
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
 from commcost.models.taulop import algebra
@@ -308,10 +309,10 @@ class TauLop(Model):
         if s.ntransmissions == 0:
             yield from (np.zeros(s.nprocs) for _ in range(len(factors)))
             return
-        sizes, at = np.unique(s.nbytes, return_inverse=True)
+        sizes, at = unique_inverse(s.nbytes)
         queues = _queues_matter(s)
         if queues:
-            pairs, pair_at = np.unique(placed.channel.astype(np.int64) * len(sizes) + at, return_inverse=True)
+            pairs, pair_at = unique_inverse(placed.channel.astype(np.int64) * len(sizes) + at)
             hold_law = self._hold_law(placed.platform)
         reduces = self.reduction is not None and s.combine.any()
         for factor in np.asarray(factors, dtype=np.float64).tolist():
