@@ -23,6 +23,7 @@ from commcost import __version__
 from commcost.collectives.recorder import (BYTES_PER_TRANSMISSION, LIMIT_VARIABLE, MAX_TRANSMISSIONS, MEMORY_VARIABLE,
                                            read_memory_limit, read_transmission_limit)
 from commcost.errors import InputError, InputWarning
+from commcost.selection.long_pipeline import EXACT_VARIABLE, WHOLE_BUDGET, read_exact_up_to
 
 
 class OutputFormat(enum.Enum):
@@ -60,6 +61,11 @@ def registered_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-memory", type=_memory, metavar="SIZE",
                         help=f"refuse, before building it, a schedule whose pricing would take more than SIZE "
                              f"(512MiB, 4GiB; {BYTES_PER_TRANSMISSION} bytes per transmission; ${MEMORY_VARIABLE} too)")
+    parser.add_argument("--exact-up-to", type=_exact_up_to, metavar="N",
+                        help=f"under tau-Lop, price whole (exactly) a pipeline of alike segments whose steps drift "
+                             f"up to N transmissions, fold it from its mean step past N and say so (default "
+                             f"{WHOLE_BUDGET:,}; at the transmission limit, every one it can record is exact; "
+                             f"${EXACT_VARIABLE} too)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (help_text, configure, _) in COMMANDS.items():
         configure(sub.add_parser(name, help=help_text, description=help_text))
@@ -70,6 +76,14 @@ def _transmissions(text: str) -> int:
     """--max-transmissions: a whole number >= 1 (:func:`~commcost.collectives.recorder.read_transmission_limit`)."""
     try:
         return read_transmission_limit(text, "--max-transmissions")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _exact_up_to(text: str) -> int:
+    """--exact-up-to: a whole number >= 0 (:func:`~commcost.selection.long_pipeline.read_exact_up_to`)."""
+    try:
+        return read_exact_up_to(text, "--exact-up-to")
     except InputError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
 
@@ -98,10 +112,11 @@ def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     limits = {LIMIT_VARIABLE: getattr(args, "max_transmissions", None),
-              MEMORY_VARIABLE: getattr(args, "max_memory", None)}
+              MEMORY_VARIABLE: getattr(args, "max_memory", None),
+              EXACT_VARIABLE: getattr(args, "exact_up_to", None)}
     said = {name: os.environ.get(name) for name in limits}
     for name, value in limits.items():  # for this command (and the ranks it starts) only
-        if value:
+        if value is not None:
             os.environ[name] = str(value)
     try:
         with warnings.catch_warnings():

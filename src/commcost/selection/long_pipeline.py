@@ -31,7 +31,7 @@ schedule may hold, and past it the size is priced whole or refused; under
 tau-Lop, whose channels are shared, those with a whole-message transmission
 have no exact fold: in-order binary's send to the root met the drain
 differently, 2e-6 off at 12 ranks, and past
-:data:`WHOLE_BUDGET` they take the drifting fold below). Open MPI's pipeline,
+:func:`whole_budget` they take the drifting fold below). Open MPI's pipeline,
 one chain through all ranks, is first folded along a ray from smaller copies
 of itself (:mod:`commcost.selection.chain_fold`): its fill is as long as the
 chain; under tau-Lop, where no copy passes, its fold in segments starts at
@@ -52,7 +52,7 @@ folded, it equals the whole to 1e-13 on 1,000 and 1,024 ranks; coll/han's
 reduce, whose leaders' low and up receptions interleave, is not folded).
 Under tau-Lop, MPICH's pipelined tree with its sends all posted at once
 shares each sender's channel among all its chunks, which no exact fold passes
-(priced whole, or past :data:`WHOLE_BUDGET` transmissions folded by its drifting steps: below). A term steeper
+(priced whole, or past :func:`whole_budget` transmissions folded by its drifting steps: below). A term steeper
 than the checks saw would have to overtake after 2 m; this is not proved.
 tests/test_long_pipeline.py prices whole schedules beside the fold (every
 segmented algorithm, three models, process counts and segment counts) and
@@ -61,8 +61,12 @@ finds them equal to 1e-9.
 *Drifting steps under tau-Lop* (:func:`_drifting_fold`). tau-Lop prices a
 transfer by the concurrency on its channel, which changes from segment to
 segment, so a tree pipeline's steps wander around their mean (binomial bcast
-on 64 ranks: 300.5 us give or take 0.5) and no exact fold passes. Past
-:data:`WHOLE_BUDGET` transmissions, from m = :data:`DRIFT_FROM` on, the step is
+on 64 ranks: 300.5 us give or take 0.5) and no exact fold passes; nor do
+they repeat (the same in 1 KiB segments: steps of 6.3 to 8.4 us over segments
+260..300, and no period of 1 to 64 segments repeats them to 1e-6 of the
+figure). Past :func:`whole_budget` transmissions (1,000,000 unless
+``commcost --exact-up-to N`` says otherwise; at the transmission limit, every
+whole the engine can run is priced exactly), from m = :data:`DRIFT_FROM` on, the step is
 the mean over segments 2m..4m where it moved so little from the mean over
 m..2m that as large a change again over the remaining segments stays within
 :data:`APPROXIMATE_TOLERANCE` of the figure; said in the caller's notes. That
@@ -97,12 +101,14 @@ check passes from m = 64 and the fold is 2e-5 to 1.3e-3 off the whole at
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
 from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
+from commcost.errors import InputError
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Mapping, Platform
@@ -116,9 +122,31 @@ APPROXIMATE_SPAN = 256  # segments: the approximate fold's step is the mean over
 APPROXIMATE_TOLERANCE = 0.01  # of the figure: what the tests hold the approximate fold to
 DRIFT_FROM = 64  # segments: the first span the tau-Lop fold of drifting steps reads
 WHOLE_BUDGET = 1_000_000  # transmissions: under tau-Lop a longer pipeline that no exact fold passes is folded
-# by its drifting steps (about a second of pricing each at this size), a shorter one priced whole
-CHEAPER_WHOLE = WHOLE_BUDGET  # transmissions: a whole of at most this many is priced whole at once where the next
-# fold tried would build more segments than it holds (the tests set it to 0 to see every fold)
+# by its drifting steps (about a second of pricing each at this size), a shorter one priced whole; the default of
+# whole_budget(), which $COMMCOST_EXACT_UP_TO (commcost --exact-up-to N) sets
+EXACT_VARIABLE = "COMMCOST_EXACT_UP_TO"
+CHEAPER_WHOLE: int | None = None  # transmissions: a whole of at most this many (None: whole_budget()) is priced
+# whole at once where the next fold tried would build more segments than it holds (the tests set 0: every fold)
+
+
+def read_exact_up_to(text: str, where: str) -> int:
+    """``--exact-up-to`` or ``$COMMCOST_EXACT_UP_TO`` as given (``where`` names it): a whole number of
+    transmissions >= 0."""
+    text = text.strip()
+    if not text.isdigit() or len(text) > 18:
+        raise InputError(f"expected a whole number of transmissions >= 0, got {text[:40]!r}", where=where)
+    return int(text)
+
+
+def whole_budget() -> int:
+    """The most transmissions a pipeline that no exact fold passes (tau-Lop's drifting steps) is priced whole
+    with, exactly; past it, folded from its mean step and said (:func:`_drifting_fold`): ``$COMMCOST_EXACT_UP_TO``
+    when set, else :data:`WHOLE_BUDGET`, and never more than the transmission limit, past which no whole is
+    priced. Set to the limit or more, every pipeline the engine can run is priced exactly: at 512 MiB on 1,024
+    ranks (4 a node), ``select bcast`` then takes 10 s and 1.2 GB where the default takes 4 s and 0.44 GB."""
+    text = os.environ.get(EXACT_VARIABLE, "").strip()
+    budget = read_exact_up_to(text, EXACT_VARIABLE) if text else WHOLE_BUDGET
+    return min(budget, transmission_limit())
 
 
 def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: int, nbytes: int,
@@ -141,7 +169,7 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     if cut is None or cut.count < max(FOLD_FROM, approximate, 4 * APPROXIMATE_SPAN if approximate else 0):
         return None
     # under tau-Lop's shared channels a whole-message transmission meets the drain (2e-6 off at 12 ranks): no
-    # exact fold, only the drifting one (past WHOLE_BUDGET transmissions)
+    # exact fold, only the drifting one (past whole_budget() transmissions)
     exact = not (algorithm.segmented.part_phases and isinstance(model, TauLop))  # type: ignore[union-attr]
     nseg = cut.count
     shared = not algorithm.segmented.part_phases  # type: ignore[union-attr]  # else the figures depend on nseg
@@ -200,7 +228,7 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
             while 4 * m + 1 < approximate:
                 drifting = _drifting_fold(figure, counts, m, nseg, _drift_tolerance(m), budget=0)
                 if drifting is not None:
-                    say(_drifted(nseg, m))
+                    say(_drifted(nseg, m, recordable=False))
                     return drifting
                 m *= 2
         except ScheduleTooLarge:
@@ -219,8 +247,9 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     try:
         figure(FIRST)
         per_segment = counts[FIRST] / (FIRST + 1)  # transmissions a segment adds, about
-        # a whole within WHOLE_BUDGET transmissions takes no drifting fold: priced whole where no exact one passes
-        cheap = per_segment * nseg <= min(CHEAPER_WHOLE, WHOLE_BUDGET)
+        # a whole within whole_budget() transmissions takes no drifting fold: priced whole where no exact one passes
+        budget = whole_budget()
+        cheap = per_segment * nseg <= (budget if CHEAPER_WHOLE is None else min(CHEAPER_WHOLE, budget))
         while 4 * m <= nseg - 1:
             # past the first, the tries of one pricing read at most what one whole schedule may hold (the
             # transmission limit): past it, priced whole or refused at once (1,024 ranks of 32 per node: 12 s of
@@ -273,10 +302,13 @@ def _drift_tolerance(m: int) -> float:
     return APPROXIMATE_TOLERANCE if m >= DRIFT_FROM else APPROXIMATE_TOLERANCE / 100
 
 
-def _drifted(nseg: int, m: int) -> str:
-    """The end of the note saying a pipeline of ``nseg`` segments took the drifting fold from span ``m``."""
+def _drifted(nseg: int, m: int, recordable: bool = True) -> str:
+    """The end of the note saying a pipeline of ``nseg`` segments took the drifting fold from span ``m``, and
+    where it is ``recordable`` whole, how to have it priced whole."""
+    how = "; one that can be recorded whole is priced so, exactly, up to --exact-up-to transmissions" \
+        if recordable else ""
     return (f" under tau-Lop: {nseg:,} segments whose steps drift, folded from segments {2 * m}..{4 * m} "
-            f"(within {100 * APPROXIMATE_TOLERANCE:g}% by the drift from segments {m}..{2 * m})")
+            f"(within {100 * APPROXIMATE_TOLERANCE:g}% by the drift from segments {m}..{2 * m}{how})")
 
 
 def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int,
@@ -287,7 +319,7 @@ def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int,
 
         f(S - 1) ~ f(4m) + (S - 1 - 4m) b,
 
-    used where the whole pipeline is longer than ``budget`` transmissions (None: :data:`WHOLE_BUDGET`; 0 where
+    used where the whole pipeline is longer than ``budget`` transmissions (None: :func:`whole_budget`; 0 where
     the whole cannot be recorded: coll/han's reduce past its segments) and the step moved little
     from the span before, a = (f(2m) - f(m)) / m: |b - a| (S - 1 - 4m) within ``tolerance`` of the estimate
     (an error as large as the last drift again; measured 1e-14 to 3.4e-3 off the whole on 24 and 64 ranks,
@@ -296,7 +328,7 @@ def _drifting_fold(figure, counts: dict[int, int], m: int, nseg: int,
     on 1,024 ranks, whose steps alternate so that no exact fold passes while their means over segments
     32..64 and 64..128 agree to 1e-14. None otherwise (the caller doubles m, or prices it whole)."""
     before = (figure(2 * m) - figure(m)) / m
-    if (counts.get(2 * m, 0) - counts.get(m, 0)) / m * nseg <= (WHOLE_BUDGET if budget is None else budget):
+    if (counts.get(2 * m, 0) - counts.get(m, 0)) / m * nseg <= (whole_budget() if budget is None else budget):
         return None
     step = (figure(4 * m) - figure(2 * m)) / (2 * m)
     estimate = figure(4 * m) + (nseg - 1 - 4 * m) * step
