@@ -12,11 +12,15 @@ from commcost.arrays import unique_inverse
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(arrays(np.int64, st.integers(0, 300), elements=st.integers(-2**62, 2**62))
+       | arrays(np.int64, st.integers(0, 300), elements=st.integers(-60, 60))  # counted, a range from below 0
+       | arrays(np.int32, st.integers(0, 300), elements=st.integers(10**6, 10**6 + 900))  # counted from far off 0
+       | arrays(np.uint8, st.integers(0, 300))
        | arrays(np.float64, st.integers(0, 300), elements=st.floats(-1e300, 1e300)))
 def test_unique_inverse_is_numpys(values):
     distinct, inverse = unique_inverse(values)
     expected, expected_inverse = np.unique(values, return_inverse=True)
     assert np.array_equal(distinct, expected) and np.array_equal(inverse, expected_inverse.ravel())
+    assert distinct.dtype == values.dtype
     assert np.array_equal(distinct[inverse], values)
 
 

@@ -74,6 +74,7 @@ from typing import NamedTuple
 import numpy as np
 
 from commcost.jit import njit
+from commcost.schedule.rows import csr_transpose
 
 
 class TransmissionTimes(NamedTuple):
@@ -90,12 +91,9 @@ class TransmissionTimes(NamedTuple):
 
 
 def successors(after_ptr: np.ndarray, after_idx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The transposed dependency rows: for each transmission, the transmissions that wait for it."""
-    waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(after_ptr))
-    order = np.argsort(after_idx, kind="stable")
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(after_idx, minlength=n), out=ptr[1:])
-    return ptr, waiter[order]
+    """The transposed dependency rows: for each transmission, the transmissions that wait for it, ascending
+    (:func:`commcost.schedule.rows.csr_transpose`)."""
+    return csr_transpose(np.ascontiguousarray(after_ptr, np.int64), np.ascontiguousarray(after_idx, np.int64), n)
 
 
 def previous_of_sender(src: np.ndarray) -> np.ndarray:

@@ -55,6 +55,7 @@ from typing import Sequence
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.schedule.rows import NO_RELABEL, csr_rows
 
 
 class SendMode(enum.Enum):
@@ -260,17 +261,10 @@ class Schedule:
 
 def dependency_rows(n: int, waiter: np.ndarray, waited: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(after_ptr, after_idx)`` of ``n`` transmissions from edges ``waiter[k]`` waits for ``waited[k]``
-    (duplicates dropped; each row sorted)."""
-    waiter = np.asarray(waiter, dtype=np.int64)
-    waited = np.asarray(waited, dtype=np.int64)
-    if len(waiter):
-        # a stable (merge) sort finds the sorted runs builders record; np.unique hashes (numpy 2.3+), 15x slower
-        key = np.sort(waiter * max(n, 1) + waited, kind="stable")
-        key = key[np.r_[True, key[1:] != key[:-1]]]
-        waiter, waited = key // max(n, 1), key % max(n, 1)
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(waiter, minlength=n), out=ptr[1:])
-    return ptr, waited
+    (duplicates dropped; each row sorted; :func:`.rows.csr_rows`)."""
+    ptr, idx, _ = csr_rows(n, np.ascontiguousarray(waiter, np.int64), np.ascontiguousarray(waited, np.int64),
+                           NO_RELABEL)
+    return ptr, idx
 
 
 def relabel_dependencies(order: np.ndarray, waiter: np.ndarray, waited: np.ndarray,
@@ -282,12 +276,12 @@ def relabel_dependencies(order: np.ndarray, waiter: np.ndarray, waited: np.ndarr
     n = len(order)
     new_of_old = np.empty(n, np.int64)
     new_of_old[order] = np.arange(n, dtype=np.int64)
-    w, d = new_of_old[np.asarray(waiter, np.int64)], new_of_old[np.asarray(waited, np.int64)]
-    if np.any(d >= w):
-        k = int(np.argmax(d >= w))
-        raise ValueError(f"{what}: transmission {int(waiter[k])} waits for {int(waited[k])}, which does not come "
-                         "before it (a dependency must point to an earlier phase, or earlier in the same one)")
-    return dependency_rows(n, w, d)
+    waiter, waited = np.ascontiguousarray(waiter, np.int64), np.ascontiguousarray(waited, np.int64)
+    ptr, idx, bad = csr_rows(n, waiter, waited, new_of_old)
+    if bad >= 0:
+        raise ValueError(f"{what}: transmission {int(waiter[bad])} waits for {int(waited[bad])}, which does not "
+                         "come before it (a dependency must point to an earlier phase, or earlier in the same one)")
+    return ptr, idx
 
 
 class ScheduleBuilder:
