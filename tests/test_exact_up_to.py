@@ -93,3 +93,25 @@ def test_the_option_sets_the_budget_for_one_command_and_a_bad_one_is_one_line(ca
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "COMMCOST_EXACT_UP_TO" in err and "'many'" in err
+
+
+def test_han_reduce_below_the_segments_it_records_is_whole_within_the_budget_and_folded_past_it(monkeypatch):
+    """coll/han's reduce under tau-Lop (its leaders' channels drift: no exact fold) at 600 segments of 64 KiB on
+    24 ranks: recorded whole, so priced whole within the budget (None here: the caller prices the whole) and,
+    as any drifting pipeline, folded past it, within the tolerance, with a note saying how to have it whole.
+    Before, han's reduce was priced whole below 1,025 segments whatever its size (3.1 million transmissions
+    at 1,024 segments on 1,024 ranks, 4 a node)."""
+    algorithm = find(Collective.REDUCE, "ompi.han")
+    values = algorithm.resolve_params({"segsize": 65536, "ppn": 4})
+    mapping = Mapping.sequential(PLATFORM, 24, 4)
+    model = MODELS["taulop"](PARAMS.for_model("taulop"))
+    nbytes = 599 * 65536 + 1000
+    monkeypatch.delenv("COMMCOST_EXACT_UP_TO", raising=False)
+    assert pipeline_statistic_s(algorithm, values, 24, nbytes, PLATFORM, mapping, model) is None
+    monkeypatch.setenv("COMMCOST_EXACT_UP_TO", "0")
+    notes: list[str] = []
+    folded = pipeline_statistic_s(algorithm, values, 24, nbytes, PLATFORM, mapping, model, notes=notes)
+    schedule = build(algorithm, Case(algorithm.collective, 24, nbytes, 0), values).schedule
+    whole = model.statistic_s(PlacedSchedule.of(schedule, PLATFORM, mapping), "max")
+    assert folded == pytest.approx(whole, rel=APPROXIMATE_TOLERANCE) and folded != whole
+    assert len(notes) == 1 and notes[0].startswith(APPROXIMATE_NOTE) and "--exact-up-to" in notes[0]

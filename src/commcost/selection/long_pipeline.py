@@ -93,9 +93,12 @@ tau-Lop, whose leaders' shared channels drift (1 KiB segments on 256 ranks:
 the mean step over doubling spans 27.8 to 49.7 us, so the mean over 256..512
 was 11.6% off): there han's reduce takes the drifting fold above, its spans
 within the segments recorded (m = 32, 64, 128), and is refused where no span
-passes its check. With Open MPI's 64 KiB segments on 24 to 1,024 ranks the
-check passes from m = 64 and the fold is 2e-5 to 1.3e-3 off the whole at
-1,024 segments (the indicator |b - a| (S - 1 - 4 m) said 2e-5 to 3.6e-3).
+passes its check; below 1,024 segments, as any pipeline whose steps drift, it
+is priced whole within :func:`whole_budget` transmissions and folded past them
+(on 1,024 ranks, 4 a node, 3,071 a segment: from 512 segments on). With
+Open MPI's 64 KiB segments on 24 to 1,024 ranks the check passes from m =
+64 and the fold is 2e-5 to 1.3e-3 off the whole at 1,024 segments (the
+indicator |b - a| (S - 1 - 4 m) said 2e-5 to 3.6e-3; 1.28e-3 on 1,024 ranks).
 """
 
 from __future__ import annotations
@@ -161,12 +164,15 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
     model and statistic (one caller's sweep over sizes): sizes cut alike (segments of one size, the same
     last one: every power of two past the segment) share their first segments, so a sweep to 1 TiB builds
     them once, not once per size. An algorithm folded only approximately (:data:`Segmented.approximate_from`):
-    None below that many segments (priced whole), else the approximate fold, and a line saying so appended
-    to ``notes``. ``bound`` (the last rank's end only; seconds): ``inf`` where a lower bound of the price
-    already reaches it (:func:`_load_floor_s`), as branch and bound asks."""
+    None below that many segments (priced whole; under tau-Lop only within :func:`whole_budget` transmissions,
+    past them its drifting fold), else the approximate fold, and a line saying so appended to ``notes``.
+    ``bound`` (the last rank's end only; seconds): ``inf`` where a lower bound of the price already reaches it
+    (:func:`_load_floor_s`), as branch and bound asks."""
     cut = algorithm.segment_cut(values, nbytes)
     approximate = algorithm.segmented.approximate_from if cut is not None else 0  # type: ignore[union-attr]
-    if cut is None or cut.count < max(FOLD_FROM, approximate, 4 * APPROXIMATE_SPAN if approximate else 0):
+    drifting_only = bool(approximate) and isinstance(model, TauLop)  # han's reduce under tau-Lop: no exact fold
+    least = FOLD_FROM if drifting_only else max(FOLD_FROM, approximate, 4 * APPROXIMATE_SPAN if approximate else 0)
+    if cut is None or cut.count < least:
         return None
     # under tau-Lop's shared channels a whole-message transmission meets the drain (2e-6 off at 12 ranks): no
     # exact fold, only the drifting one (past whole_budget() transmissions)
@@ -222,13 +228,20 @@ def pipeline_statistic_s(algorithm: Algorithm, values: dict[str, int], nprocs: i
                 return math.inf
         except ScheduleTooLarge:
             return None
-    if approximate and isinstance(model, TauLop):  # its shared channels drift: the drifting fold, its spans
-        m = FIRST  # within the segments it records
+    if drifting_only:  # its shared channels drift: the drifting fold, its spans within the segments it records;
+        # below them (its whole recordable) only past whole_budget() transmissions, as any drifting pipeline
+        recordable = nseg < approximate
+        m = FIRST
         try:
-            while 4 * m + 1 < approximate:
-                drifting = _drifting_fold(figure, counts, m, nseg, _drift_tolerance(m), budget=0)
+            if recordable and counts.get(FIRST, 0) == 0:
+                figure(FIRST)
+            if recordable and counts[FIRST] / (FIRST + 1) * nseg <= whole_budget():
+                return None
+            while 4 * m + 1 < min(approximate, nseg):
+                drifting = _drifting_fold(figure, counts, m, nseg, _drift_tolerance(m),
+                                          budget=None if recordable else 0)
                 if drifting is not None:
-                    say(_drifted(nseg, m, recordable=False))
+                    say(_drifted(nseg, m, recordable))
                     return drifting
                 m *= 2
         except ScheduleTooLarge:
