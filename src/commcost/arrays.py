@@ -22,9 +22,10 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if values.dtype.kind in "iu" and len(values):
         low, high = int(values.min()), int(values.max())
         if high - low <= 4 * len(values) + 1024:  # ids in a small range (domains, pairs): counted, not hashed
-            present = np.bincount(values - low if low else values, minlength=high - low + 1) > 0
+            offset = values - low if low else values
+            present = np.bincount(offset, minlength=high - low + 1) > 0
             rank = np.cumsum(present) - 1
             return (np.flatnonzero(present) + low).astype(values.dtype, copy=False), \
-                rank[values - low if low else values].astype(np.intp, copy=False)
+                rank[offset].astype(np.intp, copy=False)
     distinct = np.unique(values)
     return distinct, np.searchsorted(distinct, values).astype(np.intp, copy=False)

@@ -102,11 +102,18 @@ def law_arrays(laws: list[TransmissionLaw | None]) -> LawArrays:
     if hit is not None and all(a is b for a, b in zip(hit[0], laws)):
         return hit[1]
     flat = _flatten(laws)
-    with _KEPT_LOCK:  # a fit prices its points on threads
-        if len(_FLATTENED) >= FLATTENED_KEPT:
-            _FLATTENED.pop(next(iter(_FLATTENED)))
-        _FLATTENED[key] = (list(laws), flat)  # the laws held too, so their ids stay theirs
+    _keep(_FLATTENED, key, (list(laws), flat))  # the laws held too, so their ids stay theirs
     return flat
+
+
+def _keep(cache: dict, key, entry) -> None:
+    """``cache[key] = entry``, the oldest entry dropped past :data:`FLATTENED_KEPT`, under a lock: a fit prices
+    its points on threads, and dropping while another thread inserts raised "dictionary changed size during
+    iteration"."""
+    with _KEPT_LOCK:
+        if len(cache) >= FLATTENED_KEPT:
+            cache.pop(next(iter(cache)))
+        cache[key] = entry
 
 
 def fixed_of_laws(laws: LawArrays, top: int) -> np.ndarray:
@@ -119,10 +126,7 @@ def fixed_of_laws(laws: LawArrays, top: int) -> np.ndarray:
     if hit is not None and hit[0] is laws and hit[1].shape[1] > top:
         return hit[1]
     table = fixed_table(max(top, hit[1].shape[1] - 1) if hit is not None and hit[0] is laws else top, *laws)
-    with _KEPT_LOCK:
-        if len(_FIXED) >= FLATTENED_KEPT:
-            _FIXED.pop(next(iter(_FIXED)))
-        _FIXED[id(laws)] = (laws, table)  # the laws held too, so their id stays theirs
+    _keep(_FIXED, id(laws), (laws, table))  # the laws held too, so their id stays theirs
     return table
 
 
