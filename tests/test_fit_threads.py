@@ -84,7 +84,7 @@ def test_a_fit_on_threads_writes_the_parameters_of_one_thread(monkeypatch):
     assert np.array_equal(fits[0].theta, fits[1].theta)
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5"])
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", "9" * 5000])  # 5,000 digits: int() raised
 def test_a_thread_count_that_is_not_a_whole_number_is_refused(text, monkeypatch):
     monkeypatch.setenv(fit_pricer.THREADS_VARIABLE, text)
     with pytest.raises(InputError, match=fit_pricer.THREADS_VARIABLE):

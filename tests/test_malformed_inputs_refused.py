@@ -156,3 +156,30 @@ def test_launcher_noise_inside_an_osu_table_is_still_skipped(tmp_path, capsys):
     capsys.readouterr()
     rows = [(tmp_path / f"{n}.csv").read_text().count("\n") for n in ("clean.out", "noisy.out")]
     assert rows[0] == rows[1] > 10
+
+
+def test_a_count_of_thousands_of_digits_is_refused_in_one_line_not_by_int(tmp_path, capsys, monkeypatch):
+    """int() refuses more than 4,300 digits with a ValueError (a traceback): a mapping's PPN or seed, a process
+    layout's count or cores, a table's count header and the limits' variables were read by int() after
+    isdigit(); now through commcost.units.whole_number (at most 18 digits), each in its own words."""
+    from commcost.calibration.fit_pricer import fit_threads
+    from commcost.errors import InputError
+    from commcost.io.process_layout_file import read_process_layout
+    from commcost.io.text_lines import count_header
+
+    digits = "9" * 5000
+    for mapping in (f"sequential:{digits}", f"random:4:seed={digits}"):
+        assert main([*PREDICT, "--params", PARAMS, "--platform", CLUSTER, "--mapping", mapping]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "as an integer >=" in err and "Traceback" not in err
+    for line, said in ((f"h1 cpu:4 {digits}", "field 'count': a layout holds at most 10,000,000 processes"),
+                       (f"h1 cpu:{digits} 2", "field 'kind': expected cpu:K")):
+        path = tmp_path / "layout.txt"
+        path.write_text(line + "\n")
+        with pytest.raises(InputError, match=said):
+            read_process_layout(path)
+    with pytest.raises(InputError, match="with a count >= 1"):
+        count_header(f"#rows {digits}", ("#rows",), "table.txt", 1)
+    monkeypatch.setenv("COMMCOST_FIT_THREADS", digits)
+    with pytest.raises(InputError, match="COMMCOST_FIT_THREADS"):
+        fit_threads()

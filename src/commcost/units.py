@@ -41,6 +41,17 @@ def parse_nbytes(text: str | int) -> int:
     return int(value)
 
 
+MAX_DIGITS = 18  # a whole number written with more digits is past any count this tool takes (and int() of a line
+# of more than 4,300 digits raises ValueError: a traceback, not a one-line refusal)
+
+
+def whole_number(text: str) -> int | None:
+    """``text`` (spaces around it ignored) as a whole number >= 0 of at most :data:`MAX_DIGITS` digits; None
+    for anything else, which the caller refuses in its own words."""
+    text = str(text).strip()
+    return int(text) if text.isdigit() and text.isascii() and len(text) <= MAX_DIGITS else None
+
+
 def format_nbytes(nbytes: float) -> str:
     """Print a byte count with a binary unit: 1536 -> '1.5KiB'."""
     for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from commcost.calibration.fit_layout import layout_of
-from commcost.errors import InputError
+from commcost.collectives.recorder import read_whole_number
 
 
 def taulop_tau_max(placed) -> int:
@@ -66,9 +66,7 @@ def fit_threads() -> int:
     cores this process may run on, at most 16."""
     text = os.environ.get(THREADS_VARIABLE, "").strip()
     if text:
-        if not text.isdigit() or int(text) < 1:
-            raise InputError(f"expected a whole number >= 1 of threads, got {text[:40]!r}", where=THREADS_VARIABLE)
-        return int(text)
+        return read_whole_number(text, THREADS_VARIABLE, 1, "a whole number >= 1 of threads")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, 16))
 

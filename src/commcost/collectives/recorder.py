@@ -35,6 +35,7 @@ from commcost.collectives.rank_shift import NotFoldable, shift_invariant
 from commcost.errors import InputError
 from commcost.schedule.program_order import after_own, own_operations, program_order
 from commcost.schedule.schedule import Schedule, SendMode, relabel_dependencies
+from commcost.units import whole_number
 
 Range = tuple[int, int]
 
@@ -103,12 +104,18 @@ def _peak(transmissions: int) -> str:
     return f"about {format_nbytes(transmissions * BYTES_PER_TRANSMISSION)} while priced"
 
 
+def read_whole_number(text: str, where: str, least: int, what: str) -> int:
+    """A whole number >= ``least`` as given in a variable or an option (``where`` names it;
+    :func:`commcost.units.whole_number`); else one line, "expected ``what``"."""
+    value = whole_number(text)
+    if value is None or value < least:
+        raise InputError(f"expected {what}, got {text.strip()[:40]!r}", where=where)
+    return value
+
+
 def read_transmission_limit(text: str, where: str) -> int:
     """A transmission limit as given (``where``: the variable or option that gave it): a whole number >= 1."""
-    text = text.strip()
-    if not text.isdigit() or len(text) > 18 or int(text) < 1:
-        raise InputError(f"expected a whole number of transmissions >= 1, got {text[:40]!r}", where=where)
-    return int(text)
+    return read_whole_number(text, where, 1, "a whole number of transmissions >= 1")
 
 
 def _successive(ids: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,7 @@ from commcost.io.mapping_file import load_mapping_file
 from commcost.platform.layout import place_layout
 from commcost.platform.mapping import Mapping
 from commcost.platform.platform import Platform
+from commcost.units import whole_number
 
 
 class MappingKind(enum.Enum):
@@ -112,6 +113,7 @@ def parse_mapping_option(text: str) -> MappingSpec:
 
 
 def _positive(text: str, name: str, minimum: int = 1) -> int:
-    if not text.isdigit() or int(text) < minimum:
+    value = whole_number(text) if text == text.strip() else None
+    if value is None or value < minimum:
         raise InputError(f"expected {name} as an integer >= {minimum}, got {text!r}")
-    return int(text)
+    return value

@@ -21,6 +21,7 @@ from pathlib import Path
 from commcost.errors import InputError
 from commcost.io.text_lines import data_lines
 from commcost.partition.processes import CPU, GPU, Process
+from commcost.units import MAX_DIGITS, whole_number
 
 MAX_PROCESSES = 10_000_000  # a layout past this is a typo; models price 1,000,000-rank collectives
 _KIND = re.compile(r"^(?:cpu:(\d+)|gpu)$")
@@ -35,11 +36,14 @@ def read_process_layout(path: str | Path) -> list[Process]:
         if len(fields) not in (2, 3):
             raise InputError(f"expected 'host kind [count]', got {len(fields)} fields", source=source, where=where)
         match = _KIND.match(fields[1])
-        if not match or (match.group(1) is not None and int(match.group(1)) < 1):
+        if not match or (match.group(1) is not None and (whole_number(match.group(1)) or 0) < 1):
             raise InputError(f"field 'kind': expected cpu:K (K >= 1 cores) or gpu, got {fields[1]!r}",
                              source=source, where=where)
         count = fields[2] if len(fields) == 3 else "1"
-        if not count.isdigit() or int(count) < 1:
+        if count.isdigit() and count.isascii() and len(count) > MAX_DIGITS:  # past the limit; int() would raise
+            raise InputError(f"field 'count': a layout holds at most {MAX_PROCESSES:,} processes, this line asks for "
+                             f"a count of {len(count):,} digits", source=source, where=where)
+        if (whole_number(count) or 0) < 1:
             raise InputError(f"field 'count': expected an integer >= 1, got {count!r}", source=source, where=where)
         if len(processes) + int(count) > MAX_PROCESSES:
             raise InputError(f"field 'count': a layout holds at most {MAX_PROCESSES:,} processes, this line brings "

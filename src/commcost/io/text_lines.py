@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from commcost.errors import InputError
+from commcost.units import whole_number
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # control characters no text format of ours holds
@@ -74,7 +75,7 @@ def count_header(line: str, keys: tuple[str, ...], source: str, lineno: int) -> 
     """The count of a ``#key <count>`` header line (libtaulop's tables; a key may end in ':'), one of ``keys``;
     InputError naming the file and line otherwise."""
     parts = line.split()
-    if len(parts) != 2 or parts[0].rstrip(":") not in keys or not parts[1].isdigit() or int(parts[1]) < 1:
+    if len(parts) != 2 or parts[0].rstrip(":") not in keys or (whole_number(parts[1]) or 0) < 1:
         raise InputError(f"expected '{keys[0]} <count>' with a count >= 1, got {line.strip()!r}",
                          source=source, where=f"line {lineno}")
     return int(parts[1])

@@ -110,8 +110,7 @@ import re
 import numpy as np
 
 from commcost.collectives import Algorithm, Case, build
-from commcost.collectives.recorder import ScheduleTooLarge, transmission_limit
-from commcost.errors import InputError
+from commcost.collectives.recorder import ScheduleTooLarge, read_whole_number, transmission_limit
 from commcost.models import Model, PlacedSchedule
 from commcost.models.taulop.model import TauLop
 from commcost.platform import Mapping, Platform
@@ -135,10 +134,7 @@ CHEAPER_WHOLE: int | None = None  # transmissions: a whole of at most this many 
 def read_exact_up_to(text: str, where: str) -> int:
     """``--exact-up-to`` or ``$COMMCOST_EXACT_UP_TO`` as given (``where`` names it): a whole number of
     transmissions >= 0."""
-    text = text.strip()
-    if not text.isdigit() or len(text) > 18:
-        raise InputError(f"expected a whole number of transmissions >= 0, got {text[:40]!r}", where=where)
-    return int(text)
+    return read_whole_number(text, where, 0, "a whole number of transmissions >= 0")
 
 
 def whole_budget() -> int:
