@@ -160,8 +160,9 @@ def test_launcher_noise_inside_an_osu_table_is_still_skipped(tmp_path, capsys):
 
 def test_a_count_of_thousands_of_digits_is_refused_in_one_line_not_by_int(tmp_path, capsys, monkeypatch):
     """int() refuses more than 4,300 digits with a ValueError (a traceback): a mapping's PPN or seed, a process
-    layout's count or cores, a table's count header and the limits' variables were read by int() after
-    isdigit(); now through commcost.units.whole_number (at most 18 digits), each in its own words."""
+    layout's count or cores, a table's count header, a Scotch mapping's numbers, a han rules file's numbers and
+    the limits' variables were read by int() after isdigit(); now through commcost.units.whole_number (at most
+    18 digits), each in its own words."""
     from commcost.calibration.fit_pricer import fit_threads
     from commcost.errors import InputError
     from commcost.io.process_layout_file import read_process_layout
@@ -183,3 +184,13 @@ def test_a_count_of_thousands_of_digits_is_refused_in_one_line_not_by_int(tmp_pa
     monkeypatch.setenv("COMMCOST_FIT_THREADS", digits)
     with pytest.raises(InputError, match="COMMCOST_FIT_THREADS"):
         fit_threads()
+    from commcost.io.han_rules_read import read_han_rules
+    from commcost.io.scotch_files import read_mapping
+
+    for text in (f"{digits}\n0 0\n", f"1\n0 {digits}\n"):
+        with pytest.raises(InputError, match="expected"):
+            read_mapping(text, 1, "mapping.txt")
+    han = (DATA / "fuzz" / "han-rules.conf").read_text().replace("18  # communicator sizes", f"{digits}  # sizes", 1)
+    (tmp_path / "han.conf").write_text(han)
+    with pytest.raises(InputError, match="a non-negative integer"):
+        read_han_rules(tmp_path / "han.conf")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from commcost.errors import InputError
 
@@ -50,6 +51,13 @@ def whole_number(text: str) -> int | None:
     for anything else, which the caller refuses in its own words."""
     text = str(text).strip()
     return int(text) if text.isdigit() and text.isascii() and len(text) <= MAX_DIGITS else None
+
+
+def too_long_for_int(text: str) -> bool:
+    """Whether int() would refuse ``text`` for its length (Python limits decimal strings to 4,300 digits by
+    default, with a ValueError): a reader that keeps its own bounds on larger numbers refuses these first."""
+    limit = sys.get_int_max_str_digits()
+    return bool(limit) and len(text.strip()) > limit
 
 
 def format_nbytes(nbytes: float) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from commcost.collectives.ompi_han import HAN_ALGORITHMS
 from commcost.errors import InputError
 from commcost.io.text_lines import data_lines
+from commcost.units import too_long_for_int
 
 LEVELS = ("intra_node", "inter_node", "global_communicator")
 COMPONENTS = ("self", "basic", "libnbc", "tuned", "sm", "adapt", "han", "xhc", "acoll", "smdirect")
@@ -102,7 +103,7 @@ class _Words:
 
     def number(self, what: str) -> tuple[int, int]:
         line, word = self.word(what)
-        if not word.isdigit():
+        if not word.isdigit() or too_long_for_int(word):
             raise InputError(f"expected {what} (a non-negative integer), got {word!r}", source=self.source,
                              where=f"line {line}")
         return line, int(word)

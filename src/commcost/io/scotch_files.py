@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from commcost.errors import InputError
+from commcost.units import too_long_for_int
 
 GRID_SCALE = 1_000  # the larger of h and w becomes this weight (their ratio to 0.1 %)
 DISTANCE_SCALE = 20_000  # the largest distance becomes this weight (a 1/570 one to about 1.5 %)
@@ -142,7 +143,7 @@ def read_mapping(text: str, n: int, source: str | None = None) -> np.ndarray:
         raise InputError("expected a Scotch mapping (a count, then 'vertex target' lines), got an empty file",
                          source=source)
     first, head = lines[0]
-    if len(head) != 1 or not head[0].isdigit():
+    if len(head) != 1 or not head[0].isdigit() or too_long_for_int(head[0]):
         raise InputError(f"expected the number of mapping lines, got {' '.join(head)!r}", source=source,
                          where=f"line {first}")
     count = int(head[0])
@@ -154,7 +155,7 @@ def read_mapping(text: str, n: int, source: str | None = None) -> np.ndarray:
                          source=source, where=f"line {lines[-1][0]}")
     out = np.full(n, -1, dtype=np.int64)
     for k, fields in lines[1:]:
-        if len(fields) != 2 or not all(f.isdigit() for f in fields):
+        if len(fields) != 2 or not all(f.isdigit() and not too_long_for_int(f) for f in fields):
             raise InputError(f"expected 'vertex target' (two non-negative integers), got {' '.join(fields)!r}",
                              source=source, where=f"line {k}")
         vertex, target = int(fields[0]), int(fields[1])
