@@ -190,6 +190,13 @@ def test_a_count_of_thousands_of_digits_is_refused_in_one_line_not_by_int(tmp_pa
     for text in (f"{digits}\n0 0\n", f"1\n0 {digits}\n"):
         with pytest.raises(InputError, match="expected"):
             read_mapping(text, 1, "mapping.txt")
+    from commcost.collectives import Collective, find
+    from commcost.workflows.pricing import transfer_counts
+
+    with pytest.raises(InputError, match="no bcast algorithm"):
+        find(Collective.BCAST, digits)
+    with pytest.raises(InputError, match="expected CHANNEL=K"):
+        transfer_counts([f"shm={digits}"])
     han = (DATA / "fuzz" / "han-rules.conf").read_text().replace("18  # communicator sizes", f"{digits}  # sizes", 1)
     (tmp_path / "han.conf").write_text(han)
     with pytest.raises(InputError, match="a non-negative integer"):

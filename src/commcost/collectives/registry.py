@@ -19,6 +19,7 @@ from commcost.collectives.case import Case, Collective, CollectiveSchedule, Para
 from commcost.collectives.rank_shift import NotFoldable
 from commcost.collectives.recorder import Recorder
 from commcost.errors import InputError
+from commcost.units import too_long_for_int
 
 Builder = Callable[[Recorder, Case, Mapping[str, int]], None]
 Supports = Callable[[int], bool]
@@ -209,8 +210,8 @@ def find(collective: Collective, name: str) -> Algorithm:
     entries = algorithms(collective)
     if (collective, name) in ALGORITHMS:
         return ALGORITHMS[(collective, name)]
-    if name.isdigit():
-        hits = [a for a in entries if a.library == "ompi" and a.id == int(name)]
+    if name.isdigit():  # an id; one past int()'s 4,300 digits is no id
+        hits = [] if too_long_for_int(name) else [a for a in entries if a.library == "ompi" and a.id == int(name)]
     else:
         hits = [a for a in entries if a.name == name]
         hits = [a for a in hits if a.library == "ompi"] or hits

@@ -41,7 +41,7 @@ import numpy as np
 from commcost.errors import InputError
 from commcost.io.toml_file import read_toml
 from commcost.schedule.schedule import Schedule, SendMode, SizeUnit, dependency_rows
-from commcost.units import MAX_NBYTES, parse_nbytes
+from commcost.units import MAX_NBYTES, parse_nbytes, too_long_for_int
 from commcost.io.text_lines import text_of
 
 _TOP = ("name", "nprocs", "unit", "dependencies", "phases")
@@ -281,7 +281,7 @@ def schedule_from_dict(data: Any, default_name: str = "schedule") -> Schedule:
         if not isinstance(rank_modes, dict):
             raise _fail(f"{where}.rank_modes", 'expected an object such as {"3": "posted"}')
         for rank_text, value in rank_modes.items():
-            if not str(rank_text).isdigit() or int(rank_text) >= nprocs:
+            if not str(rank_text).isdigit() or too_long_for_int(str(rank_text)) or int(rank_text) >= nprocs:
                 raise _fail(f"{where}.rank_modes", f"expected rank keys in 0..{nprocs - 1}, got {rank_text!r}")
             posted[table[:, 0] == int(rank_text)] = _mode(value, f"{where}.rank_modes.{rank_text}") is SendMode.POSTED
         names.append(pname)

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from commcost.errors import InputError
+from commcost.units import too_long_for_int
 from commcost.workflows.arrange_options import ArrangeOptions
 from commcost.workflows.arrange_outputs import described
 
@@ -115,7 +116,7 @@ def _order(initial: str, group):
             out += [m.pop(0) for m in members if m]
         return np.array(out)
     kind, _, seed = initial.partition(":")
-    if kind == "random" and seed.isdigit():
+    if kind == "random" and seed.isdigit() and not too_long_for_int(seed):
         return np.random.default_rng(int(seed)).permutation(p)
     raise InputError(f"expected sequential, round-robin or random:SEED, got {initial!r}", where="--initial")
 

@@ -15,6 +15,7 @@ import math
 from typing import Callable
 
 from commcost.errors import InputError
+from commcost.units import too_long_for_int
 
 from commcost.workflows.map_options import MapOptions
 
@@ -146,7 +147,7 @@ def start_placements(options: MapOptions, schedule, platform, ppn: int, capacity
             starts[name] = Mapping.sequential(platform, p, ppn).node_of_rank
         elif name == "round-robin":
             starts[name] = Mapping.round_robin(platform, p, math.ceil(p / ppn)).node_of_rank
-        elif kind == "random" and rest.isdigit():
+        elif kind == "random" and rest.isdigit() and not too_long_for_int(rest):
             starts[name] = Mapping.random(platform, p, ppn, int(rest)).node_of_rank
         elif name == "graph":
             try:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from commcost.errors import InputError
+from commcost.units import too_long_for_int
 
 if TYPE_CHECKING:
     from commcost.collectives import Case
@@ -162,7 +163,7 @@ def transfer_counts(items: list[str]) -> dict[str, int]:
     transfers: dict[str, int] = {}
     for item in items:
         name, _, k = item.partition("=")
-        if not name.strip() or not k.isdigit() or not 1 <= int(k) <= MAX_TRANSFERS:
+        if not name.strip() or not k.isdigit() or too_long_for_int(k) or not 1 <= int(k) <= MAX_TRANSFERS:
             raise InputError(f"expected CHANNEL=K with 1 <= K <= {MAX_TRANSFERS}, got {item[:60]!r}",
                              where="--transfers")
         transfers[name.strip()] = int(k)
