@@ -26,3 +26,22 @@ def rows_up_to(csv: Path, out: Path, max_nbytes: int) -> Path:
 
     MeasurementStore(out).extend([m for m in read_measurements(csv) if m.nbytes <= max_nbytes])
     return out
+
+
+def synthetic_points(platform, collectives=None, procs=(8, 16, 32, 64), sizes=(64, 4096, 65536, 1 << 20)):
+    """Every Open MPI algorithm with an id of ``collectives`` (default bcast and allreduce) at each P of
+    ``procs`` and size of ``sizes``, placed 16 ranks a node: the labels (collective, algorithm, P, n) and
+    the placed schedules, for fits to rows priced from known parameters."""
+    from commcost.collectives import Case, Collective, algorithms, build
+    from commcost.models import PlacedSchedule
+    from commcost.platform import Mapping
+
+    points, placed = [], []
+    for collective in collectives or (Collective.BCAST, Collective.ALLREDUCE):
+        for algorithm in [a for a in algorithms(collective) if a.library == "ompi" and a.id is not None]:
+            for nprocs in procs:
+                for nbytes in sizes:
+                    schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params()).schedule
+                    placed.append(PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, 16)))
+                    points.append((collective.value, algorithm.name, nprocs, nbytes))
+    return points, placed

@@ -15,13 +15,12 @@ import pytest
 from commcost.calibration.algorithm_corrections import choose_corrections, corrections
 from commcost.calibration.fit_from_collectives import Point, fit_model, fitted_units, pricer
 from commcost.cli.main import main
-from commcost.collectives import Case, Collective, algorithms, build
+from commcost.collectives import Collective, algorithms
 from commcost.io.coltune_import import read_coltune
 from commcost.io.params_file import load_params
 from commcost.io.platform_file import load_platform
-from commcost.models import PlacedSchedule
 from commcost.platform import Mapping
-from fit_helpers import rows_up_to
+from fit_helpers import rows_up_to, synthetic_points as _synthetic
 
 HERE = Path(__file__).resolve().parent
 PEAK = HERE / "data" / "peak-coltune"
@@ -253,19 +252,6 @@ def test_ping_pong_rows_join_the_fit_as_one_message_on_their_channel(imported, t
     # the platform's nominal values (1 us, 12.5 GB/s), weighing one point, pull four ping-pongs a little
     pulled = fit_collective_rows(rows + pingpongs, platform, "hockney")
     assert 1.0e-6 < pulled.params["ib"]["alpha_s"] < fit.params["ib"]["alpha_s"] and pulled.assumed == []
-
-
-def _synthetic(platform, collectives=(Collective.BCAST, Collective.ALLREDUCE), procs=(8, 16, 32, 64),
-               sizes=(64, 4096, 65536, 1 << 20)):
-    points, placed = [], []
-    for collective in collectives:
-        for algorithm in [a for a in algorithms(collective) if a.library == "ompi" and a.id is not None]:
-            for nprocs in procs:
-                for nbytes in sizes:
-                    schedule = build(algorithm, Case(collective, nprocs, nbytes), algorithm.resolve_params()).schedule
-                    placed.append(PlacedSchedule.of(schedule, platform, Mapping.sequential(platform, nprocs, 16)))
-                    points.append((collective.value, algorithm.name, nprocs, nbytes))
-    return points, placed
 
 
 def test_synthetic_taulop_recovery_names_what_the_data_cannot_tell_apart():

@@ -132,6 +132,14 @@ class CollectiveFit:
     tau_max: int = 0  # tau-Lop: the concurrencies its tables cover (taulop_tau_max)
     extra: dict[str, float] = field(default_factory=dict)  # the EXTRA_STARTS parameters fitted (reduction rate)
     assumed: list[str] = field(default_factory=list)  # parameters no row identifies, taken from their prior
+    barrier: str = ""  # the barrier each rank's time was priced after (ompi5, ompi4); "": ranks start together
+    barrier_trials: dict[str, float] = field(default_factory=dict)  # --barrier-skew auto: loss of each way tried
+
+    def loss(self) -> float:
+        """The fit's robust loss at its end (:func:`fit_model`'s: soft_l1 of log(measured / model) at
+        :data:`F_SCALE`)."""
+        r = np.log(np.asarray(self.ratio, dtype=np.float64)) / F_SCALE
+        return float(np.sum(2 * (np.sqrt(1 + r * r) - 1)))
 
     def summary(self) -> dict[str, float]:
         """Geometric-mean ratio measured/model (mu), median and 90th percentile of |log ratio| over all points."""

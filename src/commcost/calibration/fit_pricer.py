@@ -83,15 +83,20 @@ class Pricer:
     ``price(theta, rows)`` prices only the points ``rows`` (indices); ``touches[i, j]`` says whether
     parameter j can move point i at all (its schedule has a transmission on the parameter's channel, or
     reads its tau-Lop table; the reduction rate moves schedules with a combining transmission only), so a finite
-    difference in j need only price the points it touches: the others' prices are the same numbers."""
+    difference in j need only price the points it touches: the others' prices are the same numbers.
+
+    ``barriers``: per point, the placed barrier the benchmark ran before each timed call (None: its ranks
+    start together), each rank's time then taken from when that barrier let it go
+    (:func:`commcost.models.barrier_start.after_barrier_statistic_s`: three pricings, set by set)."""
 
     def __init__(self, model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
                  extra: Sequence[str] = (), limits: dict[str, int] | None = None,
-                 stated: dict[str, dict[str, float]] | None = None):
+                 stated: dict[str, dict[str, float]] | None = None, barriers: Sequence[Any] | None = None):
         from commcost.models import MODELS
 
         self.model, self.placed, self.channels = model, list(placed), list(channels)
         self.statistics = None if statistics is None else list(statistics)
+        self.barriers = [None] * len(self.placed) if barriers is None else list(barriers)
         self.extra = list(extra)
         self.limits = dict(limits or {})  # Hockney: channel -> eager limit (its protocol parameters fitted)
         self.stated = dict(stated or {})  # channel -> its copy limit (its bulk law fitted), its backpressure
@@ -108,9 +113,13 @@ class Pricer:
             by_name = {c.name: c for c in p.platform.channels}
             names = [c.name for c in p.platform.channels]
             used = {names[c] for c in np.unique(p.channel).tolist()}
+            if self.barriers[i] is not None:  # the barrier's messages too
+                used |= {names[c] for c in np.unique(self.barriers[i].channel).tolist()}
             if self.model == "taulop":
                 used |= {t for c in list(used) for t in by_name[c].transfers}
             sizes = {u: p.schedule.nbytes[np.asarray(p.channel) == names.index(u)] for u in self.limits if u in used}
+            if self.barriers[i] is not None:  # its zero-byte messages are eager
+                sizes = {u: np.r_[m, 0.0] for u, m in sizes.items()}
             above = {u for u, m in sizes.items() if np.any(m > self.limits[u])}
             below = {u for u, m in sizes.items() if np.any(m <= self.limits[u])}
             bulk = {u for u, m in sizes.items() if u in self.copies
@@ -149,10 +158,19 @@ class Pricer:
     def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         priced = self.model_at(theta)
         index = list(range(len(self.placed))) if rows is None else np.asarray(rows, dtype=np.int64).tolist()
+        return np.array(self._each(lambda i: self.statistic_s(priced, i), index), dtype=np.float64)
+
+    def statistic_s(self, priced, i: int) -> float:
+        """Point i's figure under the model ``priced``: the statistic over ranks its benchmark reported (the
+        schedule's total where none is said), each rank's time from its barrier's release where it has one."""
+        statistic = "max" if self.statistics is None else self.statistics[i]
+        if self.barriers[i] is not None:
+            from commcost.models.barrier_start import after_barrier_statistic_s
+
+            return after_barrier_statistic_s(priced, self.placed[i], self.barriers[i], statistic)
         if self.statistics is None:
-            return np.array(self._each(lambda i: priced.total_time_s(self.placed[i]), index), dtype=np.float64)
-        return np.array(self._each(lambda i: priced.statistic_s(self.placed[i], self.statistics[i]), index),
-                        dtype=np.float64)
+            return priced.total_time_s(self.placed[i])
+        return priced.statistic_s(self.placed[i], statistic)
 
     def _each(self, price: Callable[[int], Any], index: list[int]) -> list:
         """``price(i)`` for every point i of ``index``, in order: those of :data:`THREAD_FROM` transmissions or
@@ -191,6 +209,8 @@ class Pricer:
         def point(i: int) -> list[float] | np.ndarray:
             placed, cols = self.placed[i], np.flatnonzero(which[i])
             statistic = "max" if self.statistics is None else self.statistics[i]
+            if self.barriers[i] is not None:
+                return [self.statistic_s(models[j], i) for j in cols.tolist()]
             if len(cols) < MIN_SETS_TOGETHER and placed.schedule.ntransmissions < MIN_TRANSMISSIONS_TOGETHER:
                 return [models[j].statistic_s(placed, statistic) for j in cols.tolist()]
             return statistics_s([models[j] for j in cols.tolist()], placed, statistic)
@@ -201,9 +221,29 @@ class Pricer:
         return out
 
 
+def barriers_before(placed, decision: str) -> list:
+    """The barrier Open MPI runs between a benchmark's timed calls (:func:`commcost.collectives.barrier.
+    fixed_decision` of ``decision``: ``ompi5`` or ``ompi4``) for each placed schedule, on its ranks and
+    mapping; one placed barrier per rank count and mapping. A folded schedule (one node's share) has none to
+    pair with: place them whole."""
+    from commcost.collectives.barrier import barrier_schedule
+    from commcost.models.base import PlacedSchedule
+
+    out, made = [], {}
+    for p in placed:
+        if p.schedule.nprocs != p.mapping.nprocs:
+            raise ValueError("a barrier before a folded schedule: place the schedules whole")
+        key = (p.schedule.nprocs, id(p.mapping), id(p.platform))
+        if key not in made:
+            made[key] = PlacedSchedule.of(barrier_schedule(p.schedule.nprocs, decision=decision), p.platform,
+                                          p.mapping)
+        out.append(made[key])
+    return out
+
+
 def pricer(model: str, placed, channels: Sequence[str], statistics: Sequence[str] | None = None,
            extra: Sequence[str] = (), limits: dict[str, int] | None = None,
-           stated: dict[str, dict[str, float]] | None = None) -> Pricer:
+           stated: dict[str, dict[str, float]] | None = None, barriers: Sequence[Any] | None = None) -> Pricer:
     """The :class:`Pricer` of ``placed`` (``limits``: :func:`protocol_limits`; ``stated``:
-    :func:`stated_limits`)."""
-    return Pricer(model, placed, channels, statistics, extra, limits, stated)
+    :func:`stated_limits`; ``barriers``: :class:`Pricer`'s)."""
+    return Pricer(model, placed, channels, statistics, extra, limits, stated, barriers)

@@ -345,22 +345,33 @@ class Model(abc.ABC):
         numbers), or None where a set has none or the sets flag different rendezvous or pressed sends."""
         return stack_times([m.transmission_times(placed) for m in models])
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(sent, done)`` per transmission of a dependency schedule, seconds from its start: when its send
         completed for its sender (a blocking send returned, a Waitall saw it) and when its receiver was done
-        with it (:meth:`end_times`). A model that does not tell them apart: both its end."""
+        with it (:meth:`end_times`). A model that does not tell them apart: both its end. ``origin``: each
+        rank's own start (:func:`~.dependency_timeline.dependency_completions`), for a model that prices by
+        :meth:`transmission_times`."""
+        if origin is not None:
+            times = self.transmission_times(placed)
+            if times is None:
+                raise ValueError(f"the {self.NAME} model does not price ranks that start apart")
+            return completions_of_times(placed, times, origin)
         done = self.end_times(placed)
         return done, done
 
-    def rank_ends_s(self, placed: PlacedSchedule) -> np.ndarray:
+    def rank_ends_s(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> np.ndarray:
         """When each rank's part of the schedule is over: its last send completed and its last reception
-        done (0 for a rank with neither). A dependency schedule: from its start. A phased one: the sum over
-        phases of the rank's last end in each (the barrier releases it then), repeated phases counted as
-        often as they run."""
+        done (0 for a rank with neither). A dependency schedule: from its start, or with ``origin`` (each
+        rank's own start, :meth:`completions`) from the common 0, at least the rank's start. A phased one:
+        the sum over phases of the rank's last end in each (the barrier releases it then), repeated phases
+        counted as often as they run (``origin`` added)."""
         s = placed.schedule
         if s.has_dependencies:
-            sent, done = self.completions(placed)
-            return np.maximum(group_max(s.nprocs, s.src, sent), group_max(s.nprocs, s.dst, done))
+            sent, done = self.completions(placed) if origin is None else self.completions(placed, origin)
+            ends = np.maximum(group_max(s.nprocs, s.src, sent), group_max(s.nprocs, s.dst, done))
+            return ends if origin is None else np.maximum(ends, origin)
+        if origin is not None:
+            return self.rank_ends_s(placed) + origin
         end = self.end_times(placed)
         runs = s.repeat[s.phase]
         both = np.concatenate([s.phase, s.phase])
@@ -433,14 +444,18 @@ def stack_times(times: list) -> TransmissionTimes | None:
                                for name in TransmissionTimes._fields[:5]), times[0].sync, times[0].pressed)
 
 
-def completions_of_times(placed: PlacedSchedule, times: TransmissionTimes) -> tuple[np.ndarray, np.ndarray]:
+def completions_of_times(placed: PlacedSchedule, times: TransmissionTimes,
+                         origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(sent, done)`` of every transmission of a placed dependency schedule (:meth:`Model.completions`) from
-    its model's :class:`~.dependency_timeline.TransmissionTimes`, folded where one node's ranks repeat."""
+    its model's :class:`~.dependency_timeline.TransmissionTimes`, folded where one node's ranks repeat;
+    ``origin``: each rank's own start (not folded then)."""
     s = placed.schedule
     _, completed, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, times.send_busy,
                                                 times.inject, times.flight, times.service,
                                                 recv_occupancy_s=times.occupancy, recv_prev=s.recv_prev, schedule=s,
-                                                sync=times.sync, pressed=times.pressed, folded=placed_fold(placed))
+                                                sync=times.sync, pressed=times.pressed,
+                                                folded=None if origin is not None else placed_fold(placed),
+                                                origin=origin)
     return completed, done
 
 

@@ -108,14 +108,15 @@ def previous_of_sender(src: np.ndarray) -> np.ndarray:
 
 
 @njit
-def _one_pass(src, dst, after_ptr, after_idx, send_busy, inject, flight, nprocs, serialize):  # pragma: no cover
+def _one_pass(src, dst, after_ptr, after_idx, send_busy, inject, flight, nprocs, serialize,
+              origin):  # pragma: no cover
     n = len(src)
     start = np.empty(n)
     done = np.empty(n)
     port = np.zeros(nprocs)
     for i in range(n):
         s = src[i]
-        ready = 0.0
+        ready = origin[s]
         for k in range(after_ptr[i], after_ptr[i + 1]):
             j = after_idx[k]
             t = done[j] if dst[j] == s else start[j] + inject[j]
@@ -125,7 +126,7 @@ def _one_pass(src, dst, after_ptr, after_idx, send_busy, inject, flight, nprocs,
             ready = port[s]
         start[i] = ready
         port[s] = ready + send_busy[i]
-        done[i] = ready + flight[i]
+        done[i] = max(ready + flight[i], origin[dst[i]])  # a message in before its receiver started waits for it
     return start, done
 
 
@@ -230,19 +231,22 @@ def _take(i, t, dst, src, occupancy, service, recv_port, recv_free, done, taken,
 
 @njit
 def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_busy, inject, flight,
-            service, occupancy, recv_prev, recv_next, nprocs, serialize, sync, pressed):  # pragma: no cover
+            service, occupancy, recv_prev, recv_next, nprocs, serialize, sync, pressed, origin):  # pragma: no cover
     """Receptions in the order their bytes begin to come in (arrival minus occupancy), each receiver first
     come first served (a reception with ``recv_prev[i] >= 0`` only after that one was taken); with
     ``serialize`` a send starts only after the sender's previous send started (program order) and its
     processor is free; a ``sync`` send completes as much later as its message waited at its receiver, a
     ``pressed`` one as much later as it waited for the receiver's queue to drain (in arrival order, whether
-    or not its receive is posted). Returns (start, completed, done)."""
+    or not its receive is posted); rank r starts at ``origin[r]`` (its sends no earlier, its processor free
+    from then). Returns (start, completed, done)."""
     n = len(src)
     start = np.zeros(n)
     done = np.zeros(n)
     completed = np.zeros(n)
     arrived = np.zeros(n)
-    ready = np.zeros(n)
+    ready = np.empty(n)
+    for i in range(n):
+        ready[i] = origin[src[i]]
     pending = np.empty(n, np.int64)
     for i in range(n):
         pending[i] = after_ptr[i + 1] - after_ptr[i]
@@ -251,7 +255,7 @@ def _events(src, dst, after_ptr, after_idx, succ_ptr, succ_idx, prev, nxt, send_
     parked = np.zeros(n, np.bool_)
     port = np.zeros(nprocs)
     recv_port = np.full(nprocs, -np.inf)  # a rank's first reception waits for no earlier one
-    recv_free = np.full(nprocs, -np.inf)
+    recv_free = origin.copy()  # its processor takes no message before it started (every e is >= 0)
     drain = np.full(nprocs, -np.inf)  # when each receiver's queue has let the last pressed message in
     key = np.empty(n)
     ids = np.empty(n, np.int64)
@@ -394,7 +398,7 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
                            recv_service_s: np.ndarray | None = None, serialize: bool = True,
                            recv_occupancy_s: np.ndarray | None = None, recv_prev: np.ndarray | None = None,
                            schedule=None, sync: np.ndarray | None = None, pressed: np.ndarray | None = None,
-                           folded=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                           folded=None, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(start, completed, done)`` of every transmission (:func:`dependency_times`, with when each send
     completes for its sender): ``start + inject``, and where ``sync`` is true that plus how long its message
     waited at its receiver's port (a rendezvous send, with inject = flight: when its receiver takes it),
@@ -404,7 +408,14 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
     ``folded``: a :class:`~commcost.models.symmetry.NodeFold` of the schedule (a shift of ranks by one
     node's ranks that maps it onto itself, its times included): then only the representatives run, on the
     folded ranks, and every transmission takes its representative's times (exact: the run is invariant
-    under the shift; tests/test_symmetry_fold.py compares with whole runs)."""
+    under the shift; tests/test_symmetry_fold.py compares with whole runs).
+
+    ``origin``: when each rank starts, seconds (None: all at 0), as a barrier releases them before a timed
+    call: a rank sends nothing before its start, and a message in before its receiver started is taken
+    then (the unexpected queue); times stay from the common 0. ``folded`` is then not used (the starts
+    need not repeat with the shift)."""
+    if origin is not None:
+        folded = None
     if folded is not None:
         f = folded.fold
 
@@ -423,9 +434,10 @@ def dependency_completions(src: np.ndarray, dst: np.ndarray, after_ptr: np.ndarr
     service = np.zeros(n) if recv_service_s is None else _per_transmission(recv_service_s, n)
     occupancy = np.zeros(n) if recv_occupancy_s is None else _per_transmission(recv_occupancy_s, n)
     synchronous, held = (_flags(a, n) for a in (sync, pressed))
+    starts = np.zeros(nprocs) if origin is None else np.ascontiguousarray(origin, dtype=np.float64)
     if not ordered and not np.any(service) and (not np.any(occupancy) or alone):
         # no receiver queues: a message is taken at its arrival, so a synchronous send waits for nothing more
-        start, done = _one_pass(*args, busy, inject, flight, nprocs, serialize)
+        start, done = _one_pass(*args, busy, inject, flight, nprocs, serialize, starts)
         return start, start + inject, done
     return _events(*args, succ_ptr, succ_idx, prev, nxt, busy, inject, flight, service, occupancy, rprev,
-                   rnext, nprocs, serialize, synchronous, held)
+                   rnext, nprocs, serialize, synchronous, held, starts)

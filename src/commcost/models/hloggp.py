@@ -334,8 +334,9 @@ class HLogGP(Model):
         """max(g, (m-1) G) of each transmission's link: its hold on the receiver's port."""
         return receive_occupancy_of(placed, self.params.per_transmission(placed))
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        return completions_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule))
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return completions_of(placed, self.params.per_transmission(placed), self.reduction_service_s(placed.schedule),
+                              origin)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

@@ -353,11 +353,11 @@ class Hockney(Model):
         wire, busy, sent, held, rendezvous, pressed = self._protocol(placed)
         return TransmissionTimes(busy, sent, wire, self.receive_service_s(placed), held, rendezvous, pressed)
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """A send completes when its sender's share is done (eager), when the message has arrived (classic
         Hockney), or when its receiver has taken it (rendezvous: the sender waits for the receiver's turn);
-        its receiver is done as :meth:`end_times` says."""
-        return completions_of_times(placed, self.transmission_times(placed))
+        its receiver is done as :meth:`end_times` says; ``origin``: :meth:`Model.completions`."""
+        return completions_of_times(placed, self.transmission_times(placed), origin)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {

@@ -76,11 +76,12 @@ def transmission_times_of(placed: PlacedSchedule, params: LogGPArrays,
                              loggp_receive_occupancy(s.nbytes, g, G))
 
 
-def completions_of(placed: PlacedSchedule, params: LogGPArrays,
-                   reduction_s: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def completions_of(placed: PlacedSchedule, params: LogGPArrays, reduction_s: np.ndarray | None = None,
+                   origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(sent, done)`` of every transmission of a dependency schedule (:meth:`Model.completions`): a send
-    completes o_send + (m-1) G after it starts; its receiver is done as :func:`end_times_of` says."""
-    return completions_of_times(placed, transmission_times_of(placed, params, reduction_s))
+    completes o_send + (m-1) G after it starts; its receiver is done as :func:`end_times_of` says;
+    ``origin``: each rank's own start."""
+    return completions_of_times(placed, transmission_times_of(placed, params, reduction_s), origin)
 
 
 def receive_occupancy_of(placed: PlacedSchedule, params: LogGPArrays) -> np.ndarray:
@@ -158,8 +159,8 @@ class LogGP(Model):
         return transmission_times_of(placed, self.params.per_transmission(placed.schedule.ntransmissions),
                                      self.reduction_service_s(placed.schedule))
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        return completions_of_times(placed, self.transmission_times(placed))
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return completions_of_times(placed, self.transmission_times(placed), origin)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW, "params": self.params.to_dict()}
@@ -184,8 +185,8 @@ class LogGPH(Model):
         return transmission_times_of(placed, self.params.per_transmission(placed),
                                      self.reduction_service_s(placed.schedule))
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
-        return completions_of_times(placed, self.transmission_times(placed))
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return completions_of_times(placed, self.transmission_times(placed), origin)
 
     def explain(self, placed: PlacedSchedule, cost: Cost) -> dict[str, Any]:
         return {"law": LAW + " (parameters per channel)", "params": self.params.to_dict()}

@@ -51,7 +51,7 @@ import numpy as np
 
 from commcost.errors import InputError
 from commcost.models.base import Cost, Model, PlacedSchedule, register_model
-from commcost.models.dependency_timeline import dependency_times
+from commcost.models.dependency_timeline import dependency_completions
 from commcost.models.fields import read_number
 from commcost.models.timeline import serialized
 
@@ -293,14 +293,15 @@ class MaxRate(Model):
         sent, queue, contention = self._parts(placed)
         return self.phased_receptions(placed, sent + queue + contention)
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """A send completes its max-rate time after it starts; its receiver is done as :meth:`end_times`
-        says."""
+        says; ``origin``: each rank's own start (:meth:`Model.completions`)."""
         s = placed.schedule
         busy = self.message_times(placed)
-        start, done = dependency_times(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
-                                       self.receive_service_s(placed), recv_occupancy_s=self.receive_occupancy_s(placed),
-                                       recv_prev=s.recv_prev, schedule=s)
+        start, _, done = dependency_completions(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, busy, busy, busy,
+                                                self.receive_service_s(placed),
+                                                recv_occupancy_s=self.receive_occupancy_s(placed),
+                                                recv_prev=s.recv_prev, schedule=s, origin=origin)
         return start + busy, done
 
     def terms(self, placed: PlacedSchedule) -> list[Terms]:

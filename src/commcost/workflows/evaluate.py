@@ -76,12 +76,14 @@ def trained_params(args: argparse.Namespace | EvaluateOptions):
     from commcost.io.params_file import load_params, write_params
 
     if args.train.suffix.lower() == ".toml":
-        if args.from_collectives or args.train_max_procs:
-            raise InputError("a parameter file is already fitted; --from-collectives and --train-max-procs "
-                             "take a measurements CSV", where="--train")
+        if args.from_collectives or args.train_max_procs or getattr(args, "barrier_skew", None):
+            raise InputError("a parameter file is already fitted; --from-collectives, --train-max-procs and "
+                             "--barrier-skew take a measurements CSV", where="--train")
         return load_params(args.train, strict=strictness(args))
     if args.from_collectives:
         return _fit_from_collectives(args)
+    if getattr(args, "barrier_skew", None):
+        raise InputError("applies only with --from-collectives; this fit would ignore it", where="--barrier-skew")
     from commcost.calibration.from_measurements import fit_channels, model_section
     from commcost.io.measurements import measurement_columns, read_measurements
 
@@ -103,8 +105,8 @@ class RowFits:
     and each collective's folds are the others' too. ``start``: where a fold's fit begins (the whole fit's
     theta)."""
 
-    def __init__(self, rows, platform, model: str, known: dict | None = None) -> None:
-        self.rows, self.platform, self.model = rows, platform, model
+    def __init__(self, rows, platform, model: str, known: dict | None = None, barrier: str | None = None) -> None:
+        self.rows, self.platform, self.model, self.barrier = rows, platform, model, barrier
         self._fits: dict = dict(known or {})  # max_procs -> fit (or the InputError it raised)
 
     def fit(self, max_procs: int | None, start=None):
@@ -115,7 +117,7 @@ class RowFits:
         if max_procs not in self._fits:
             try:
                 self._fits[max_procs] = fit_collective_rows(self.rows, self.platform, self.model, None, max_procs,
-                                                            start=start)
+                                                            start=start, barrier=self.barrier)
             except InputError as exc:
                 self._fits[max_procs] = exc
         fit = self._fits[max_procs]
@@ -130,13 +132,15 @@ def _fit_from_collectives(args: argparse.Namespace | EvaluateOptions):
     from commcost.io.platform_file import load_platform
 
     platform, _ = load_platform(args.platform)
-    args.row_fits = RowFits(read_measurements(args.train), platform, args.model)
+    args.row_fits = RowFits(read_measurements(args.train), platform, args.model,
+                            barrier=getattr(args, "barrier_skew", None))
     try:
         fit = args.row_fits.fit(args.train_max_procs)
     except InputError as exc:
         raise exc.located(source=str(args.train)) from None
     args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm,
-                        "per_algorithm_corrected": fit.per_algorithm_corrected}
+                        "per_algorithm_corrected": fit.per_algorithm_corrected,
+                        "barrier_skew": {"kept": fit.barrier or "none", "loss": fit.barrier_trials}}
     return _params_of(fit, args.train)
 
 
@@ -258,6 +262,7 @@ class EvaluateOptions:
     from_collectives: bool = False
     train_max_procs: int | None = None
     test_min_procs: int | None = None
+    barrier_skew: str | None = None  # from_collectives: the barrier before each timed call (fit --barrier-skew)
 
 
 @dataclass
@@ -284,6 +289,7 @@ class Evaluation:
         return {
             "collective": self.collective.value, "model": o.model, "train": str(o.train), "test": str(o.test),
             "train_max_procs": o.train_max_procs, "test_min_procs": o.test_min_procs,
+            "barrier_skew": o.barrier_skew,
             "statistic": self.statistic, "fit": self.fit_summary, "summary": self.totals,
             "strategy": None if s is None else s.to_dict(),
             "points": [{"nprocs": s.nprocs, "nbytes": s.nbytes, "best": s.best.label, "best_time_s": s.best_time_s,

@@ -22,14 +22,18 @@ from commcost.workflows.pricing import PAPER004, collectives, transfer_counts
 
 
 def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=None, start=None,
-                        prior_weight: float = 1.0):
+                        prior_weight: float = 1.0, barrier: str | None = None):
     """The inverse calibration of :mod:`commcost.calibration.fit_from_collectives` on measurement rows, with
     the per-algorithm corrections cross-validation keeps (``start``: a fit's theta to begin from); the
     platform's nominal channel values as priors weighing ``prior_weight`` points each, and as the values of
-    a channel no row uses."""
+    a channel no row uses. ``barrier``: the fixed decision (``ompi5``, ``ompi4``) of the barrier the
+    benchmark ran between its timed calls, each rank's time then priced from when that barrier let it go
+    (:mod:`commcost.models.barrier_start`); None: every rank starts together; ``auto``: the three fitted,
+    the one of least loss kept (``fit.barrier_trials`` says each one's)."""
     import numpy as np
 
     from commcost.calibration.algorithm_corrections import choose_corrections, corrected, corrections
+    from commcost.calibration.fit_pricer import barriers_before
     from commcost.calibration.fit_summary import figures
     from commcost.calibration.fit_from_collectives import (MODEL_PARAMS, collective_points, extra_parameters,
                                                            fit_model, fitted_units, layout_of, nominal_priors,
@@ -42,7 +46,7 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     from commcost.models import MODELS
 
     points, placed, channels = collective_points(rows, platform, collectives, max_procs,
-                                                 fold=MODELS[model].folds_by_rank_shift,
+                                                 fold=MODELS[model].folds_by_rank_shift and barrier is None,
                                                  fold_domains=MODELS[model].fold_checks_domains)
     if not points:
         raise InputError("no rows of forced collective algorithms to fit (algorithm 'default' rows, Open MPI's "
@@ -54,11 +58,25 @@ def fit_collective_rows(rows, platform, model: str, collectives=None, max_procs=
     limits = protocol_limits(model, platform, units)  # Hockney: channels that say their eager limit
     stated = stated_limits(model, platform, units)  # and their copy limit and backpressure
     layout = layout_of(model, units, limits, stated)
-    fit = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra, limits,
-                                                 stated),
-                    start=start, extra=extra, prior=nominal_priors(model, platform, units, layout),
-                    prior_weight=prior_weight, layout=layout,
-                    fixed={u: {"eager_limit_bytes": float(v), **stated.get(u, {})} for u, v in limits.items()})
+
+    def fit_after(decision: str | None):
+        barriers = None if decision is None else barriers_before(placed, decision)
+        out = fit_model(model, points, units, pricer(model, placed, units, [p.statistic for p in points], extra,
+                                                     limits, stated, barriers),
+                        start=start, extra=extra, prior=nominal_priors(model, platform, units, layout),
+                        prior_weight=prior_weight, layout=layout,
+                        fixed={u: {"eager_limit_bytes": float(v), **stated.get(u, {})} for u, v in limits.items()})
+        out.barrier = decision or ""
+        return out
+
+    if barrier == "auto":
+        from commcost.collectives.barrier import DECISIONS
+
+        tried = [fit_after(decision) for decision in (None, *DECISIONS)]
+        fit = min(tried, key=lambda f: f.loss())  # ties: ranks starting together, the simpler
+        fit.barrier_trials = {f.barrier or "none": f.loss() for f in tried}
+    else:
+        fit = fit_after(barrier)
     fit.units = "table" if model == "taulop" else "channel"
     fit.tau_max = taulop_tau_max(placed) if model == "taulop" else 0
     fit.unidentified += [f"{', '.join(MODEL_PARAMS[model])} of {c.name} (no training schedule uses it)"
@@ -119,6 +137,7 @@ class FitOptions:
     collectives: str | None = None  # from_collectives: comma list of collectives to fit on (default all)
     max_procs: int | None = None  # from_collectives: only rows of at most this many ranks
     prior_weight: float | None = None  # from_collectives: points the nominal channel values weigh (default 1)
+    barrier_skew: str | None = None  # from_collectives: the barrier before each timed call (ompi5, ompi4)
 
 
 def _now() -> str:
@@ -188,7 +207,8 @@ class CollectivesFit:
                 "corrections": {c: {**_choice(v), **({"one_node": _choice(v.one_node)} if v.one_node else {})}
                                 for c, v in fit.correction_choices.items()},
                 "per_algorithm_corrected": fit.per_algorithm_corrected,
-                "steps": fit.steps, "pricings": fit.pricings}
+                "steps": fit.steps, "pricings": fit.pricings,
+                "barrier_skew": {"kept": fit.barrier or "none", "loss": fit.barrier_trials}}
 
 
 def _choice(v) -> dict:
@@ -303,6 +323,7 @@ def check_fit_options(options: FitOptions) -> None:
     only = {"--collectives": (options.collectives, options.from_collectives, "--from-collectives"),
             "--max-procs": (options.max_procs, options.from_collectives, "--from-collectives"),
             "--prior-weight": (options.prior_weight, options.from_collectives, "--from-collectives"),
+            "--barrier-skew": (options.barrier_skew, options.from_collectives, "--from-collectives"),
             "--platform": (options.platform, options.from_collectives or options.model == "maxrate",
                            "--from-collectives or --model maxrate"),
             "--shm-channel": (options.shm_channel, options.model == PAPER004, f"--model {PAPER004}"),
@@ -342,13 +363,16 @@ def fit_from_collectives(options: FitOptions, rows) -> CollectivesFit:
     started = time.perf_counter()
     try:
         fit = fit_collective_rows(rows, platform, options.model, chosen, options.max_procs,
-                                  prior_weight=1.0 if options.prior_weight is None else options.prior_weight)
+                                  prior_weight=1.0 if options.prior_weight is None else options.prior_weight,
+                                  barrier=options.barrier_skew)
     except InputError as exc:
         raise exc.located(source=str(options.measurements)) from None
     spent = time.perf_counter() - started
     total = fit.summary()
     meta = {"fitted_from": str(options.measurements), "method": "inverse calibration on collective times",
             "fitted_at": _now(),
+            **({"barrier_skew": fit.barrier or "none"} if options.barrier_skew else {}),
+            **({"barrier_skew": fit.barrier or "none"} if options.barrier_skew else {}),
             "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
                         "unidentified": fit.unidentified, "poorly_identified": fit.weak,
                         "confounded": fit.confounded,

@@ -314,12 +314,13 @@ def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.nd
                           laws: list[TransmissionLaw | None], service_s: np.ndarray | None = None,
                           trace: bool = False, occupancy_s: np.ndarray | None = None,
                           recv_prev: np.ndarray | None = None, holder=None,
-                          key: str = PREPARED_KEY) -> DependencyRun:
+                          key: str = PREPARED_KEY, origin: np.ndarray | None = None) -> DependencyRun:
     """Run a dependency schedule under tau-Lop (module docstring). ``domain``/``channel`` per transmission
     (``PlacedSchedule``); ``laws[c]`` the compiled law of channel c; ``service_s`` the receiver's reduction
     of each transmission (0 where none); ``occupancy_s`` its hold on its receiver; ``recv_prev`` the
     receive order (None: order of arrival); ``holder``, ``key``: what the arrays belong to, and where it keeps
-    their preparation (:func:`prepare`). Pieces in
+    their preparation (:func:`prepare`); ``origin``: each rank's own start (None: all at 0), no send of it
+    earlier and its processor free from then (a message in before is taken then). Pieces in
     ``pieces[field]`` for ``TRACE_FIELDS`` (domain numbers are the compacted ones; ``pieces['channel']``
     gives their channel)."""
     n = len(src)
@@ -327,7 +328,12 @@ def simulate_dependencies(domain: np.ndarray, channel: np.ndarray, nbytes: np.nd
         empty = {f: np.zeros(0) for f in TRACE_FIELDS + ("channel",)}
         return DependencyRun(np.zeros(0), np.zeros(0), empty)
     prep = prepare(domain, channel, src, dst, nprocs, after_ptr, after_idx, laws, recv_prev, holder, key)
-    out = run_prepared(prep, nbytes, service_s, trace, occupancy_s=occupancy_s)
+    if origin is None:
+        out = run_prepared(prep, nbytes, service_s, trace, occupancy_s=occupancy_s)
+    else:
+        starts = np.asarray(origin, dtype=np.float64)
+        out = run_prepared(prep, nbytes, service_s, trace, starts[prep.src], occupancy_s,
+                           (np.full(prep.nprocs, -np.inf), starts.copy()))
     pieces = dict(out.pieces)
     pieces["channel"] = prep.chan_of_dom[pieces["domain"]]
     return DependencyRun(out.end, out.done, pieces)

@@ -165,21 +165,22 @@ class TauLop(Model):
                                               s.posted[idx], merge_a1=self.merge_a1)))
         return _Split(jobs, group, phase_of_job, easy, parts)
 
-    def _dependency_run(self, placed: PlacedSchedule, trace: bool = False):
+    def _dependency_run(self, placed: PlacedSchedule, trace: bool = False, origin: np.ndarray | None = None):
         """A dependency schedule through :mod:`.dependency_engine` (reductions inside: what waits for a
         reception waits for its reduction); folded to one node's share where the placed schedule is
         symmetric under a shift of ranks (:mod:`commcost.models.symmetry`; not when tracing pieces)."""
         s = placed.schedule
         service = self.reduction_service_s(s)
         occupancy = self.receive_occupancy_s(placed) if _queues_matter(s) else None
-        fold = None if trace else self._fold(placed)
+        fold = None if trace or origin is not None else self._fold(placed)
         keep, *arrays = self._engine_view(placed, fold)
         run = simulate_dependencies(placed.domain[keep], placed.channel[keep], s.nbytes[keep], *arrays,
                                     self.laws_for(placed), None if service is None else service[keep], trace,
                                     None if occupancy is None else occupancy[keep],
                                     s.recv_prev if fold is None else fold.recv_prev,
                                     holder=placed,
-                                    key=PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{self.fold_from}")
+                                    key=PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{self.fold_from}",
+                                    origin=origin)
         return run if fold is None else DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
 
     def _fold(self, placed: PlacedSchedule) -> Fold | None:
@@ -211,10 +212,10 @@ class TauLop(Model):
             return self._dependency_run(placed).done_s
         return self.phased_receptions(placed, self._phased_ends(placed))
 
-    def completions(self, placed: PlacedSchedule) -> tuple[np.ndarray, np.ndarray]:
+    def completions(self, placed: PlacedSchedule, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """A send completes when its bytes have moved (its fixed cost paid); its receiver is done as
-        :meth:`end_times` says."""
-        run = self._dependency_run(placed)
+        :meth:`end_times` says; ``origin``: each rank's own start (:meth:`Model.completions`)."""
+        run = self._dependency_run(placed, origin=origin)
         return run.end_s, run.done_s
 
     def _phased_ends(self, placed: PlacedSchedule) -> np.ndarray:
