@@ -201,3 +201,40 @@ def test_a_count_of_thousands_of_digits_is_refused_in_one_line_not_by_int(tmp_pa
     (tmp_path / "han.conf").write_text(han)
     with pytest.raises(InputError, match="a non-negative integer"):
         read_han_rules(tmp_path / "han.conf")
+
+
+def test_the_readers_with_a_number_pattern_refuse_thousands_of_digits_in_one_line(tmp_path):
+    """The other int()-after-a-digit-pattern readers: a GOAL file's num_ranks, rank, sizes, peers and tags, an IMB
+    output's #processes, a classic Open MPI rules file's version header and a process layout table's c=K, M and
+    counts gave int()'s ValueError traceback on more than 4,300 digits; each is refused naming its line, and an
+    18-digit number (or one inside a GOAL label) is read as before."""
+    from commcost.errors import InputError
+    from commcost.io.goal_file import parse_goal
+    from commcost.io.imb_import import read_imb
+    from commcost.io.layout_file import read_layout_table
+    from commcost.io.ompi_rules_read import read_ompi_rules
+
+    digits = "9" * 5000
+    for text, line in ((f"num_ranks {digits}\n", 1), (f"num_ranks 2\nrank {digits} {{\n}}\n", 2),
+                       (f"num_ranks 2\nrank 0 {{\nl1: send {digits}b to 1 tag 0\n}}\n", 3),
+                       (f"num_ranks 2\nrank 0 {{\nl1: send 8b to 1 tag {digits}\n}}\n", 3),
+                       (f"num_ranks 1\nrank 0 {{\nl1: calc {digits}\n}}\n", 3)):
+        with pytest.raises(InputError, match=f"x.goal:line {line}: a number of 5,000 digits; expected at most 18"):
+            parse_goal(text, "x.goal")
+    ok = parse_goal(f"num_ranks 2\nrank 0 {{\nl{'1' * 30}: send {'1' * 18}b to 1 tag 0\n}}\n"
+                    f"rank 1 {{\nl2: recv {'1' * 18}b from 0 tag 0\n}}\n")
+    assert ok.nbytes.tolist() == [float("1" * 18)]
+    imb = (DATA / "imb" / "IMB-MPI1_np4.out").read_text()
+    (tmp_path / "imb.out").write_text(imb.replace("#processes = 4", f"#processes = {digits}", 1))
+    with pytest.raises(InputError, match="#processes: a count of 5,000 digits"):
+        read_imb(tmp_path / "imb.out")
+    (tmp_path / "rules.conf").write_text(f"rule-file-version-{digits}\n1\n7\n1\n4\n2\n0 1 0 0\n8192 6 0 0\n")
+    with pytest.raises(InputError, match="rule-file-version-N: a version of 5,000 digits"):
+        read_ompi_rules(tmp_path / "rules.conf")
+    table = (EX / "fermi" / "table1.txt").read_text()
+    for bad, said in ((table.replace("c=6", f"c={digits}", 1), "c=K with a K of 5,000 digits"),
+                      (table.replace("M1    1+0  2", f"M1    1+0  {digits}", 1), "at most 18 digits, got '9999"),
+                      (table.replace("M1    1+0", f"M1    {digits}+0", 1), "a node count of more than 18 digits")):
+        (tmp_path / "table.txt").write_text(bad)
+        with pytest.raises(InputError, match=said):
+            read_layout_table(tmp_path / "table.txt")

@@ -80,6 +80,7 @@ from commcost.errors import InputError
 from commcost.io.text_lines import refuse_control
 from commcost.schedule.program_order import program_order
 from commcost.schedule.schedule import Schedule, dependency_rows
+from commcost.units import MAX_DIGITS
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -206,6 +207,7 @@ _MESSAGE = re.compile(rf"^(?:({_IDENT})\s*:\s*)?(send|recv)\s+(\d+)\s*b\s+(to|fr
                       r"(?:\s+tag\s+(-1|\d+))?(?:\s+cpu\s+(\d+))?(?:\s+nic\s+(\d+))?$")
 _CALC = re.compile(rf"^(?:({_IDENT})\s*:\s*)?calc\s+(\d+)(?:\s+cpu\s+(\d+))?(?:\s+nic\s+(\d+))?$")
 _REQUIRES = re.compile(rf"^({_IDENT})\s+(requires|irequires)\s+({_IDENT})$")
+_LONG = re.compile(rf"(?<![A-Za-z0-9_])\d{{{MAX_DIGITS + 1},}}")  # not inside a label
 _KEYWORDS = {"send", "recv", "calc", "rank", "num_ranks", "requires", "irequires", "tag", "cpu", "nic", "to", "from"}
 
 
@@ -245,6 +247,9 @@ def parse_goal(text: str, source: str = "<goal>", name: str = "goal") -> Schedul
         line = raw.strip()
         if not line:
             continue
+        long = _LONG.search(line)
+        if long:  # past any rank, size or tag (and int() of more than 4,300 digits raises a traceback)
+            raise fail(lineno, f"a number of {len(long.group(0)):,} digits; expected at most {MAX_DIGITS}")
         if rank is None:
             match = _NUM_RANKS.match(line)
             if match:

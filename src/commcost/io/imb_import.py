@@ -31,6 +31,7 @@ from pathlib import Path
 from commcost.errors import InputError
 from commcost.io.measurements import Measurement
 from commcost.io.text_lines import refuse_binary
+from commcost.units import MAX_DIGITS, whole_number
 from commcost.io.osu_import import (RunContext, cell_number, check_context, fields_from_name, file_timestamp,
                                     finish_row, is_table_row)
 
@@ -127,7 +128,10 @@ def parse_imb(text: str, source: str, context: RunContext = RunContext(), timest
             continue
         match = _PROCESSES.match(line)
         if match and name:
-            nprocs = int(match.group("n"))
+            nprocs = whole_number(match.group("n"))
+            if nprocs is None:
+                raise InputError(f"#processes: a count of {len(match.group('n')):,} digits; expected at most "
+                                 f"{MAX_DIGITS}", source=source, where=f"line {number}")
             collective = name.lower() if name in _COLLECTIVES else ""
             if context.collective is not None and context.collective != collective:
                 raise InputError(f"--collective says {context.collective!r} but the block is {name}",

@@ -21,6 +21,7 @@ from pathlib import Path
 from commcost.errors import InputError
 from commcost.platform.layout import LayoutRow
 from commcost.io.text_lines import text_of
+from commcost.units import MAX_DIGITS, whole_number
 
 _CORES = re.compile(r"^c=(\d+)$")
 
@@ -57,6 +58,9 @@ def _read_header(fields: list[str], source: str, lineno: int) -> list[str]:
         if column not in ("GPU", "P") and not _CORES.match(column):
             raise InputError(f"unknown column {column!r}; expected c=K (K cores per process), GPU or P",
                              source=source, where=f"line {lineno}")
+        if _CORES.match(column) and whole_number(column[2:]) is None:
+            raise InputError(f"column c=K with a K of {len(column) - 2:,} digits; expected at most {MAX_DIGITS}",
+                             source=source, where=f"line {lineno}")
     if len(set(fields)) != len(fields):
         raise InputError("a column is named twice", source=source, where=f"line {lineno}")
     return fields
@@ -71,11 +75,15 @@ def _read_row(header: list[str], fields: list[str], source: str, lineno: int) ->
     if not re.fullmatch(r"\d+(\+\d+)*", m_text):
         raise InputError(f"column 'M': expected node counts per node type such as 9+7, got {m_text!r}",
                          source=source, where=where)
+    if any(whole_number(k) is None for k in m_text.split("+")):
+        raise InputError(f"column 'M': a node count of more than {MAX_DIGITS} digits; expected node counts per "
+                         "node type such as 9+7", source=source, where=where)
     counts: dict[str, int] = {}
     for column, value in zip(header[2:], fields[2:]):
-        if not value.isdigit():
-            raise InputError(f"column {column!r}: expected an integer >= 0, got {value!r}",
-                             source=source, where=where)
+        if whole_number(value) is None:
+            shown = value if len(value) <= 40 else f"{value[:20]}... ({len(value):,} characters)"
+            raise InputError(f"column {column!r}: expected an integer >= 0 of at most {MAX_DIGITS} digits, got "
+                             f"{shown!r}", source=source, where=where)
         counts[column] = int(value)
     cpu = tuple((int(_CORES.match(c).group(1)), n) for c, n in counts.items() if _CORES.match(c) and n)
     if any(cores == 0 for cores, _ in cpu):

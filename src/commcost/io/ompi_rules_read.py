@@ -27,6 +27,7 @@ from commcost.collectives import Collective, algorithms
 from commcost.errors import InputError
 from commcost.io.ompi_rules import COLLECTIVE_NAMES, OmpiBlock, OmpiRule, OmpiRules
 from commcost.io.text_lines import text_of
+from commcost.units import whole_number
 
 _HEADER = re.compile(r"rule-file-version-(\d+)")
 _NUMBER = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
@@ -52,7 +53,11 @@ class _Tokens:
         self.version = 1
         match = _HEADER.match(text)
         if match:
-            self.version = int(match.group(1))
+            version = whole_number(match.group(1))
+            if version is None:
+                raise InputError(f"rule-file-version-N: a version of {len(match.group(1)):,} digits; expected a "
+                                 "version number such as 1 or 2", source=source, where="line 1")
+            self.version = version
             text = text[match.end():]
         self.items: list[tuple[int, int]] = []  # (line, value)
         for number, line in enumerate(text.split("\n"), start=1):
