@@ -164,3 +164,21 @@ def test_fit_barrier_skew_on_the_command_line(tmp_path, capsys):
     assert "--barrier-skew: applies only with --from-collectives" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*fit, "--barrier-skew", "mpich"])
+
+
+def test_tune_and_the_api_take_the_barrier_too(tmp_path, capsys):
+    """``tune --barrier-skew`` applies to ``--from-measurements`` only (refused in one line otherwise), and
+    ``commcost.api.fit_collectives(..., barrier_skew=...)`` fits as ``commcost fit --barrier-skew`` does."""
+    from commcost import api
+    from commcost.io.measurements import read_measurements
+
+    assert main(["tune", "--barrier-skew", "ompi5", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "commcost: --barrier-skew: applies only with --from-measurements (a fit of measured collectives)"
+    imported = tmp_path / "peak.csv"
+    assert main(["import", "coltune", str(Path(__file__).resolve().parent / "data" / "peak-coltune"), "-o",
+                 str(imported), "--host", "peak"]) == 0
+    rows = [r for r in read_measurements(rows_up_to(imported, tmp_path / "small.csv", 512)) if r.nprocs <= 8]
+    platform = load_platform(EX / "peak" / "platform.toml")[0]
+    fit = api.fit_collectives(rows, platform, "hockney", ["bcast"], barrier_skew="ompi4")
+    assert fit.barrier == "ompi4" and fit.summary()["points"] > 0

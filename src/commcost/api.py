@@ -181,15 +181,18 @@ def fit_pingpong(rows: Iterable["Measurement"], model: str = "hockney",
 
 
 def fit_collectives(rows: Iterable["Measurement"], platform: "Platform", model: str = "hockney",
-                    collectives: Sequence[str] | None = None, max_procs: int | None = None) -> "CollectiveFit":
+                    collectives: Sequence[str] | None = None, max_procs: int | None = None,
+                    barrier_skew: str | None = None) -> "CollectiveFit":
     """``model``'s parameters per channel fitted to the measured times of forced collective algorithms
     (inverse calibration: each row's schedule priced, the parameters moved until the prices meet the
     times). ``.params``, ``.summary()`` (median |error|), ``.per_algorithm`` (and
     ``.per_algorithm_corrected``, with the per-algorithm corrections cross-validation kept for each point's
-    regime, one node or across nodes); :func:`write_params` with ``fit_sections(fit)`` keeps it."""
+    regime, one node or across nodes); :func:`write_params` with ``fit_sections(fit)`` keeps it.
+    ``barrier_skew``: ``"ompi5"``, ``"ompi4"`` or ``"auto"`` to price each rank's time from when the barrier
+    before the timed call let it go (``commcost fit --barrier-skew``; ``.barrier`` says what was kept)."""
     from commcost.workflows.fit import fit_collective_rows
 
-    return fit_collective_rows(list(rows), platform, model, collectives, max_procs)
+    return fit_collective_rows(list(rows), platform, model, collectives, max_procs, barrier=barrier_skew)
 
 
 def fit_sections(fit: "CollectiveFit") -> dict:

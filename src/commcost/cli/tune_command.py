@@ -71,6 +71,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "sweeps, commcost import coltune) and go straight to select and the files; needs "
                         "--platform; no measured check unless --verify-launcher")
     p.add_argument("--platform", type=Path, help="--from-measurements: the platform the measurements ran on (.toml)")
+    p.add_argument("--barrier-skew", choices=["ompi5", "ompi4", "auto"],
+                   help="--from-measurements: fit each rank's time from when the barrier before the timed call let "
+                        "it go (commcost fit --barrier-skew)")
 
 
 def _fraction(text: str) -> float:

@@ -151,6 +151,9 @@ def _calibrate_argv(args: TuneRun, calibrate_s: float) -> list[str]:
 def _tune_steps(args: TuneRun, run_step: Callable[[list[str]], int]) -> TuneResult:
     started = time.monotonic()
     collectives, procs, sizes = _grid(args)
+    if getattr(args, "barrier_skew", None) and args.from_measurements is None:
+        raise InputError("applies only with --from-measurements (a fit of measured collectives)",
+                         where="--barrier-skew")
     if args.from_measurements is not None:
         from commcost.workflows.tune_measured import tune_from_measurements
 

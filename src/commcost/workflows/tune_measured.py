@@ -38,7 +38,7 @@ def tune_from_measurements(args: TuneRun, collectives: list, procs: list[int], s
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"[1/4] fitting hockney to the measured collective algorithms of {args.from_measurements}", flush=True)
     try:
-        fit = fit_collective_rows(rows, platform, "hockney")
+        fit = fit_collective_rows(rows, platform, "hockney", barrier=getattr(args, "barrier_skew", None))
     except InputError as exc:
         raise exc.located(source=str(args.from_measurements)) from None
     missing = [c.name for c in platform.channels if c.name not in fit.params]

@@ -59,6 +59,7 @@ class TuneOptions:
     dry_run: bool = False
     from_measurements: Path | None = None
     platform: Path | None = None
+    barrier_skew: str | None = None  # from_measurements: the barrier before each timed call (fit --barrier-skew)
 
 
 @dataclass

@@ -156,7 +156,8 @@ def cross_validated_strategies(args, collectives, platform, rows, whole=None) ->
 
     out = {}
     args.row_terms = {}  # collective -> (statistic, element bytes) of its rows
-    fits = RowFits(rows, platform, "hockney", {None: whole} if whole is not None else None)  # shared folds
+    fits = RowFits(rows, platform, "hockney", {None: whole} if whole is not None else None,  # shared folds
+                   barrier=getattr(args, "barrier_skew", None))
     for collective in collectives:
         mine = [r for r in rows if r.collective == collective.value]
         ppn = {p: Counter(r.ppn or p for r in mine if r.nprocs == p).most_common(1)[0][0]
