@@ -233,7 +233,7 @@ def test_the_readers_with_a_number_pattern_refuse_thousands_of_digits_in_one_lin
         read_ompi_rules(tmp_path / "rules.conf")
     table = (EX / "fermi" / "table1.txt").read_text()
     for bad, said in ((table.replace("c=6", f"c={digits}", 1), "c=K with a K of 5,000 digits"),
-                      (table.replace("M1    1+0  2", f"M1    1+0  {digits}", 1), "at most 18 digits, got '9999"),
+                      (table.replace("M1    1+0  2", f"M1    1+0  {digits}", 1), "column 'c=6': a count of 5,000 digits; expected at most 18"),
                       (table.replace("M1    1+0", f"M1    {digits}+0", 1), "a node count of more than 18 digits")):
         (tmp_path / "table.txt").write_text(bad)
         with pytest.raises(InputError, match=said):

@@ -80,10 +80,12 @@ def _read_row(header: list[str], fields: list[str], source: str, lineno: int) ->
                          "node type such as 9+7", source=source, where=where)
     counts: dict[str, int] = {}
     for column, value in zip(header[2:], fields[2:]):
+        if not value.isdigit():
+            raise InputError(f"column {column!r}: expected an integer >= 0, got {value!r}",
+                             source=source, where=where)
         if whole_number(value) is None:
-            shown = value if len(value) <= 40 else f"{value[:20]}... ({len(value):,} characters)"
-            raise InputError(f"column {column!r}: expected an integer >= 0 of at most {MAX_DIGITS} digits, got "
-                             f"{shown!r}", source=source, where=where)
+            raise InputError(f"column {column!r}: a count of {len(value):,} digits; expected at most {MAX_DIGITS}",
+                             source=source, where=where)
         counts[column] = int(value)
     cpu = tuple((int(_CORES.match(c).group(1)), n) for c, n in counts.items() if _CORES.match(c) and n)
     if any(cores == 0 for cores, _ in cpu):
