@@ -80,7 +80,7 @@ def _read_row(header: list[str], fields: list[str], source: str, lineno: int) ->
                          "node type such as 9+7", source=source, where=where)
     counts: dict[str, int] = {}
     for column, value in zip(header[2:], fields[2:]):
-        if not value.isdigit():
+        if not (value.isdigit() and value.isascii()):
             raise InputError(f"column {column!r}: expected an integer >= 0, got {value!r}",
                              source=source, where=where)
         if whole_number(value) is None:
