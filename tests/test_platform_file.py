@@ -202,3 +202,24 @@ def test_a_node_types_memory_bounds_the_buffer_each_of_its_ranks_can_hold(tmp_pa
     assert largest_buffer(platform, Mapping.on_nodes([0, 1])) == (1000, 0, 1)
     plain, _ = load_platform(write(tmp_path, THREE_LEVELS))
     assert largest_buffer(plain, Mapping.on_nodes([0, 0, 0, 1])) is None
+
+
+def test_ranks_on_one_socket_use_the_socket_channel(tmp_path):
+    """A channel of level "socket" joins ranks of one node whose first cores are in one socket (the node type's
+    cores split in order into ``sockets`` runs; paper 001's on-socket against on-node, off-socket); the cache
+    channel still wins inside a socket, and without a socket channel nothing changes."""
+    text = (EX / "peak" / "platform-sockets.toml").read_text()
+    platform, _ = load_platform(write(tmp_path, text))
+    assert platform.socket_channel.name == "socket" and platform.nodes[0].type.sockets == 2
+    mapping = Mapping.sequential(platform, 50, 42)  # ranks 0-41 on p0 (cores 0-20: socket 0), 42-49 on p1
+    src, dst = np.array([0, 0, 0, 20, 21, 0, 42]), np.array([1, 2, 20, 21, 41, 42, 49])
+    names = [platform.channels[i].name for i in platform.channel_indices(mapping, src, dst)]
+    # cores 20 and 21: one pair of the node's cores in order, on two sockets (21 cores each): the pair's channel
+    assert names == ["pair", "socket", "socket", "pair", "socket", "ib", "socket"]
+    caches, _ = load_platform(EX / "peak" / "platform-caches.toml")
+    assert caches.socket_channel is None
+    assert [caches.channels[i].name for i in caches.channel_indices(mapping, src, dst)] == \
+        ["pair", "shm", "shm", "pair", "shm", "ib", "shm"]
+    one = text.replace("sockets = 2", "sockets = 1")  # one socket: every rank of a node is on it
+    single, _ = load_platform(write(tmp_path, one))
+    assert {single.channels[i].name for i in single.channel_indices(mapping, src[:5], dst[:5])} == {"pair", "socket"}

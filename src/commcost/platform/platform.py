@@ -29,7 +29,8 @@ class Placement(Protocol):
     cores: np.ndarray
 
 
-CACHE_LEVEL = "cache"  # ranks of one node on cores that share a cache: inside the node level
+CACHE_LEVEL = "cache"  # ranks of one node on cores that share a cache: inside the socket level
+SOCKET_LEVEL = "socket"  # ranks of one node on the cores of one socket: inside the node level
 NODE_LEVEL = "node"
 WORLD_LEVEL = "world"
 
@@ -48,7 +49,11 @@ class NodeType:
     ranks' buffers must fit in: a select of sizes past it is refused, :func:`largest_buffer`).
     ``cores_per_cache``, where stated: its cores come in groups of that many in order, each group sharing a
     cache (a POWER9 core pair's L2 and L3 region, an AMD CCX's L3, a cluster of efficiency cores' L2); two
-    ranks whose first cores are in one group use the platform's ``cache`` channel where it has one."""
+    ranks whose first cores are in one group use the platform's ``cache`` channel where it has one. Its
+    cores are split in order into ``sockets`` equal runs: two ranks whose first cores are in one run use
+    the ``socket`` channel where the platform has one (paper 001's on-socket against on-node, off-socket).
+    The cache groups are counted over the node's cores, and the cache channel wins over the socket's: where a
+    socket's cores are not a multiple of ``cores_per_cache`` (Peak's 21) a group spans two sockets."""
 
     name: str
     cores: int
@@ -123,6 +128,8 @@ class Platform:
     _group_index: np.ndarray = field(init=False, repr=False, compare=False)
     _cache_channel: int = field(init=False, repr=False, compare=False, default=-1)
     _cores_per_cache: np.ndarray = field(init=False, repr=False, compare=False, default=None)  # per node; 0: none
+    _socket_channel: int = field(init=False, repr=False, compare=False, default=-1)
+    _cores_per_socket: np.ndarray = field(init=False, repr=False, compare=False, default=None)  # per node
 
     def __post_init__(self) -> None:
         all_levels = (NODE_LEVEL, *self.levels, WORLD_LEVEL)
@@ -138,7 +145,7 @@ class Platform:
                     f"node {node.name!r} names {len(node.groups)} groups; expected one per level {list(self.levels)}",
                     where="nodes",
                 )
-        slots = (CACHE_LEVEL, *all_levels)  # the cache level is inside the node's
+        slots = (CACHE_LEVEL, SOCKET_LEVEL, *all_levels)  # the cache level is inside the socket's, inside the node's
         at_level = [-1] * len(slots)
         for index, channel in enumerate(self.channels):
             if channel.level not in slots:
@@ -160,7 +167,10 @@ class Platform:
                              "type states cores_per_cache; expected one that does", where="channels")
         object.__setattr__(self, "_cache_channel", at_level[0])
         object.__setattr__(self, "_cores_per_cache", per_cache)
-        at_level = at_level[1:]
+        object.__setattr__(self, "_socket_channel", at_level[1])
+        object.__setattr__(self, "_cores_per_socket", np.array(
+            [max(1, -(-node.type.cores // max(node.type.sockets, 1))) for node in self.nodes], dtype=np.int64))
+        at_level = at_level[2:]
         ids = [c.id for c in self.channels]
         if len(set(ids)) != len(ids):
             raise InputError("two channels have the same id; expected unique ids", where="channels")
@@ -222,15 +232,26 @@ class Platform:
                 f"expected a [[channels]] entry with level = {missing[0]!r}",
                 where="channels",
             )
-        if self._cache_channel >= 0:
+        if self._socket_channel >= 0 or self._cache_channel >= 0:
             src, dst = np.asarray(src), np.asarray(dst)
             same_node = levels == 0
             if np.any(same_node):
-                first, per = first_cores(mapping), self._cores_per_cache[node[src]]
-                size = np.maximum(per, 1)
-                shared = same_node & (per > 0) & (first[src] // size == first[dst] // size)
-                chosen = np.where(shared, self._cache_channel, chosen)
+                first = first_cores(mapping)
+                if self._socket_channel >= 0:  # the cores of a socket: one run of cores / sockets
+                    size = self._cores_per_socket[node[src]]
+                    chosen = np.where(same_node & (first[src] // size == first[dst] // size), self._socket_channel,
+                                      chosen)
+                if self._cache_channel >= 0:  # the cores that share a cache: groups over the node's cores
+                    per = self._cores_per_cache[node[src]]
+                    size = np.maximum(per, 1)
+                    shared = same_node & (per > 0) & (first[src] // size == first[dst] // size)
+                    chosen = np.where(shared, self._cache_channel, chosen)
         return chosen
+
+    @property
+    def socket_channel(self) -> Channel | None:
+        """The channel of ranks of one node whose cores are on one socket (level ``socket``), if any."""
+        return self.channels[self._socket_channel] if self._socket_channel >= 0 else None
 
     @property
     def cache_channel(self) -> Channel | None:

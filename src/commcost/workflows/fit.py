@@ -273,10 +273,10 @@ def fit_maxrate(options: FitOptions, columns) -> MaxrateFit:
     platform = None
     if options.platform is not None:
         from commcost.io.platform_file import load_platform
-        from commcost.platform.platform import CACHE_LEVEL, NODE_LEVEL
+        from commcost.platform.platform import CACHE_LEVEL, NODE_LEVEL, SOCKET_LEVEL
 
         platform, _ = load_platform(options.platform)
-        intra = {c.name for c in platform.channels if c.level in (NODE_LEVEL, CACHE_LEVEL)}
+        intra = {c.name for c in platform.channels if c.level in (NODE_LEVEL, SOCKET_LEVEL, CACHE_LEVEL)}
     else:
         intra = {"shm"}
     try:
