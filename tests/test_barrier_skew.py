@@ -164,6 +164,12 @@ def test_fit_barrier_skew_on_the_command_line(tmp_path, capsys):
     assert "--barrier-skew: applies only with --from-collectives" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*fit, "--barrier-skew", "mpich"])
+    evaluate = ["evaluate-selection", "--test", str(rows), "--platform", str(EX / "peak" / "platform.toml"),
+                "--barrier-skew", "ompi5"]
+    assert main([*evaluate, "--train", str(rows)]) == 2
+    assert "--barrier-skew: applies only with --from-collectives" in capsys.readouterr().err
+    assert main([*evaluate, "--train", str(out)]) == 2
+    assert "--barrier-skew take a measurements CSV" in capsys.readouterr().err
 
 
 def test_tune_and_the_api_take_the_barrier_too(tmp_path, capsys):
