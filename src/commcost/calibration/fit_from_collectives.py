@@ -135,6 +135,11 @@ class CollectiveFit:
     barrier: str = ""  # the barrier each rank's time was priced after (ompi5, ompi4); "": ranks start together
     barrier_trials: dict[str, float] = field(default_factory=dict)  # --barrier-skew auto: loss of each way tried
 
+    def barrier_summary(self) -> dict:
+        """What was kept of the barrier before each timed call (``none``: ranks started together) and, for
+        ``--barrier-skew auto``, each way's loss: the reports' ``barrier_skew``."""
+        return {"kept": self.barrier or "none", "loss": dict(self.barrier_trials)}
+
     def loss(self) -> float:
         """The fit's robust loss at its end (:func:`fit_model`'s: soft_l1 of log(measured / model) at
         :data:`F_SCALE`)."""

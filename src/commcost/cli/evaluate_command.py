@@ -14,7 +14,9 @@ from pathlib import Path
 
 from commcost.cli.options import add_html_option, add_strict_option, add_unit_option, write_html
 from commcost.cli.registry import command
+from commcost.collectives.barrier import SKEW_CHOICES
 from commcost.workflows.evaluate import EvaluateOptions, Evaluation, choice_label, evaluate_selection, strategy_line
+from commcost.workflows.fit import barrier_line
 from commcost.workflows.options import from_namespace
 
 
@@ -41,7 +43,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "forced algorithm, commcost import coltune) instead of point-to-point rows")
     p.add_argument("--train-max-procs", type=int, metavar="N", help="train on the rows of at most N ranks")
     p.add_argument("--test-min-procs", type=int, metavar="N", help="score on the points of at least N ranks")
-    p.add_argument("--barrier-skew", choices=["ompi5", "ompi4", "auto"],
+    p.add_argument("--barrier-skew", choices=SKEW_CHOICES,
                    help="--from-collectives: fit each rank's time from when the barrier before the timed call let "
                         "it go (commcost fit --barrier-skew)")
     p.add_argument("--format", default="table", choices=["table", "json"])
@@ -133,9 +135,6 @@ def _print_table(evaluation: Evaluation, unit: str) -> None:
                 else ""
             print(f"  {name:<40} {row['mu']:>7.3f} {row['median_abs_pct']:>7.0f}%{extra}  "
                   f"({int(row['points'])} points)")
-    skew = (evaluation.fit_summary or {}).get("barrier_skew") or {}
-    if skew.get("loss"):
-        tried = ", ".join(f"{k} {v:.1f}" for k, v in skew["loss"].items())
-        print(f"barrier before each timed call: {skew['kept']} kept, of the least loss ({tried})")
-    elif skew.get("kept", "none") != "none":
-        print(f"each rank's time fitted from when Open MPI's barrier ({skew['kept']}) let it go")
+    line = barrier_line((evaluation.fit_summary or {}).get("barrier_skew") or {})
+    if line:
+        print(line)

@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 from commcost.cli.registry import OutputFormat, command
-from commcost.collectives.barrier import DECISIONS
+from commcost.collectives.barrier import SKEW_CHOICES
 from commcost.workflows.fit import (ChannelFit, CollectivesFit, FitOptions, MaxrateFit, Paper004Fit,
-                                    fit_measurements)
+                                    barrier_line, fit_measurements)
 from commcost.workflows.options import from_namespace
 from commcost.workflows.pricing import PAPER004
 
@@ -51,7 +51,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="--from-collectives: how many measured points the platform's nominal channel values "
                         "(nominal_latency_s, nominal_bandwidth) weigh as priors (default 1; 0: only where no "
                         "row tells)")
-    p.add_argument("--barrier-skew", choices=[*DECISIONS, "auto"],
+    p.add_argument("--barrier-skew", choices=SKEW_CHOICES,
                    help="--from-collectives: price each rank's time from when the barrier before the timed call "
                         "let it go (OSU's loop), the barrier Open MPI's fixed decision runs: ompi5 (4.1 on) or "
                         "ompi4 (4.0); auto: fit without and with each, keep the least loss (three fits); "
@@ -144,11 +144,9 @@ def _print_collectives(result: CollectivesFit) -> None:
         rate = fit.extra["reduction_s_per_byte"]
         print(f"  reductions: {rate * 1e9:.5f} ns/B ({1e-9 / rate if rate > 0 else float('inf'):.2f} GB/s), "
               "written as [reduction.fitted]")
-    if fit.barrier_trials:
-        tried = ", ".join(f"{k} {v:.1f}" for k, v in fit.barrier_trials.items())
-        print(f"  barrier before each timed call: {fit.barrier or 'none'} kept, of the least loss ({tried})")
-    elif fit.barrier:
-        print(f"  each rank's time priced from when Open MPI's barrier ({fit.barrier}) let it go")
+    line = barrier_line(fit.barrier_summary())
+    if line:
+        print(f"  {line}")
     for what in fit.assumed:
         print(f"  from the platform's nominal values: {what} (no row identifies it; written as said)")
     for what in fit.unidentified:

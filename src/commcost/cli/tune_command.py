@@ -15,6 +15,7 @@ from pathlib import Path
 from commcost.cli.options import (add_format_option, add_html_option, add_unit_option, progress_stream,
     seconds_budget, write_html)
 from commcost.cli.registry import command, run_command
+from commcost.collectives.barrier import SKEW_CHOICES
 from commcost.workflows.options import from_namespace
 from commcost.workflows.tune import TuneOptions, TuneResult, tune
 from commcost.workflows.tune_options import CONVERGED_FLOOR, MU_BOUND
@@ -71,7 +72,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "sweeps, commcost import coltune) and go straight to select and the files; needs "
                         "--platform; no measured check unless --verify-launcher")
     p.add_argument("--platform", type=Path, help="--from-measurements: the platform the measurements ran on (.toml)")
-    p.add_argument("--barrier-skew", choices=["ompi5", "ompi4", "auto"],
+    p.add_argument("--barrier-skew", choices=SKEW_CHOICES,
                    help="--from-measurements: fit each rank's time from when the barrier before the timed call let "
                         "it go (commcost fit --barrier-skew)")
 

@@ -36,6 +36,7 @@ from commcost.schedule.schedule import Schedule, dependency_rows
 
 ALGORITHMS = {1: "linear", 2: "double_ring", 3: "recursive_doubling", 4: "bruck", 5: "two_proc", 6: "tree"}
 DECISIONS = ("ompi5", "ompi4")  # Open MPI 4.1 - 6 (the table of May 2020), Open MPI 4.0
+SKEW_CHOICES = (*DECISIONS, "auto")  # --barrier-skew: a decision, or the fit of least loss of none and each
 
 
 def fixed_decision(nprocs: int, decision: str = "ompi5") -> str:

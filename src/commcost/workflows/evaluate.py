@@ -140,7 +140,7 @@ def _fit_from_collectives(args: argparse.Namespace | EvaluateOptions):
         raise exc.located(source=str(args.train)) from None
     args.fit_summary = {**fit.summary(), "unidentified": fit.unidentified, "per_algorithm": fit.per_algorithm,
                         "per_algorithm_corrected": fit.per_algorithm_corrected,
-                        "barrier_skew": {"kept": fit.barrier or "none", "loss": fit.barrier_trials}}
+                        "barrier_skew": fit.barrier_summary()}
     return _params_of(fit, args.train)
 
 

@@ -208,7 +208,18 @@ class CollectivesFit:
                                 for c, v in fit.correction_choices.items()},
                 "per_algorithm_corrected": fit.per_algorithm_corrected,
                 "steps": fit.steps, "pricings": fit.pricings,
-                "barrier_skew": {"kept": fit.barrier or "none", "loss": fit.barrier_trials}}
+                "barrier_skew": fit.barrier_summary()}
+
+
+def barrier_line(summary: dict) -> str | None:
+    """The report's line on the barrier before each timed call (:meth:`CollectiveFit.barrier_summary`), or
+    None where ranks started together and nothing else was tried."""
+    if summary.get("loss"):
+        tried = ", ".join(f"{k} {v:.1f}" for k, v in summary["loss"].items())
+        return f"barrier before each timed call: {summary['kept']} kept, of the least loss ({tried})"
+    if summary.get("kept", "none") != "none":
+        return f"each rank's time priced from when Open MPI's barrier ({summary['kept']}) let it go"
+    return None
 
 
 def _choice(v) -> dict:
@@ -371,7 +382,6 @@ def fit_from_collectives(options: FitOptions, rows) -> CollectivesFit:
     total = fit.summary()
     meta = {"fitted_from": str(options.measurements), "method": "inverse calibration on collective times",
             "fitted_at": _now(),
-            **({"barrier_skew": fit.barrier or "none"} if options.barrier_skew else {}),
             **({"barrier_skew": fit.barrier or "none"} if options.barrier_skew else {}),
             "quality": {"points": total["points"], "mu": total["mu"], "median_abs_pct": total["median_abs_pct"],
                         "unidentified": fit.unidentified, "poorly_identified": fit.weak,
