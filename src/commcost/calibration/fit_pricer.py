@@ -191,14 +191,15 @@ class Pricer:
         rows)`` gives, the same numbers, with each point's sets priced together
         (:func:`commcost.models.parameter_sets.statistics_s`: one walk of its schedule for all of them) where
         the model prices by its :meth:`~commcost.models.base.Model.transmission_times` and the point has at
-        least :data:`MIN_SETS_TOGETHER` of them or a schedule of :data:`MIN_TRANSMISSIONS_TOGETHER`; set by
-        set otherwise (tau-Lop: each set's own caches stay warm across the points)."""
+        least :data:`MIN_SETS_TOGETHER` of them or a schedule of :data:`MIN_TRANSMISSIONS_TOGETHER`, or walks
+        its own columns (tau-Lop, from two sets); set by set otherwise."""
         from commcost.models import MODELS
         from commcost.models.base import Model
         from commcost.models.parameter_sets import statistics_s
 
         out = np.full((len(self.placed), len(thetas)), np.nan)
-        if MODELS[self.model].transmission_times is Model.transmission_times:
+        walks = hasattr(MODELS[self.model], "statistics_columns")  # its own walk of many sets (tau-Lop)
+        if MODELS[self.model].transmission_times is Model.transmission_times and not walks:
             for j, theta in enumerate(thetas):
                 rows = np.flatnonzero(which[:, j])
                 if len(rows):
@@ -211,7 +212,8 @@ class Pricer:
             statistic = "max" if self.statistics is None else self.statistics[i]
             if self.barriers[i] is not None:
                 return [self.statistic_s(models[j], i) for j in cols.tolist()]
-            if len(cols) < MIN_SETS_TOGETHER and placed.schedule.ntransmissions < MIN_TRANSMISSIONS_TOGETHER:
+            if len(cols) < (2 if walks else MIN_SETS_TOGETHER) \
+                    and placed.schedule.ntransmissions < MIN_TRANSMISSIONS_TOGETHER:
                 return [models[j].statistic_s(placed, statistic) for j in cols.tolist()]
             return statistics_s([models[j] for j in cols.tolist()], placed, statistic)
 

@@ -59,10 +59,16 @@ def _statistics(schedule: Schedule, sent: np.ndarray, done: np.ndarray, statisti
 
 def statistics_s(models: Sequence[Model], placed: PlacedSchedule, statistic: str = "max") -> np.ndarray:
     """``[m.statistic_s(placed, statistic) for m in models]``, the same numbers, in one walk of the schedule
-    where the models (of one class) give their :meth:`~commcost.models.base.Model.time_columns`; one at a
-    time otherwise."""
+    where the models (of one class) give their :meth:`~commcost.models.base.Model.time_columns`, or walk
+    their own columns (a ``statistics_columns`` class method: tau-Lop's,
+    :func:`commcost.models.taulop.dependency_columns.statistics_columns`); one at a time otherwise."""
     s = placed.schedule
     kind = type(models[0]) if models else None
+    walk = getattr(kind, "statistics_columns", None)  # a model that walks its own columns (tau-Lop)
+    if walk is not None and len(models) > 1 and all(type(m) is kind for m in models):
+        got = walk(list(models), placed, statistic)
+        if got is not None:
+            return got
     times = kind.time_columns(list(models), placed) if s.has_dependencies and len(models) > 1 \
         and all(type(m) is kind for m in models) else None
     if times is None:

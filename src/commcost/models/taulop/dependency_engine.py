@@ -88,7 +88,7 @@ class LawArrays(NamedTuple):
 
 
 _FLATTENED: dict[tuple[int, ...], tuple[list, LawArrays]] = {}  # the last laws flattened (a fit's points share them)
-FLATTENED_KEPT = 8
+FLATTENED_KEPT = 32
 _FIXED: dict[int, tuple[LawArrays, np.ndarray]] = {}  # T^c(0, tau) of the last flattened laws (fixed_of_laws)
 _KEPT_LOCK = threading.Lock()
 

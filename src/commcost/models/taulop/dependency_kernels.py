@@ -125,6 +125,20 @@ def _mark_pop(key, ids, off, size, d):  # pragma: no cover - compiled
     return j
 
 
+@njit(inline=True)
+def mark_heaps(dom, ndom):  # pragma: no cover - compiled
+    """Room for one heap of finishing marks per domain, each a region of the keys and ids from ``off[d]`` as
+    large as the domain's transmissions: (off, keys, ids, sizes)."""
+    n = len(dom)
+    count = np.zeros(ndom, np.int64)
+    for i in range(n):
+        count[dom[i]] += 1
+    off = np.zeros(ndom + 1, np.int64)
+    for d in range(ndom):
+        off[d + 1] = off[d] + count[d]
+    return off, np.empty(n), np.empty(n, np.int64), np.zeros(ndom, np.int64)
+
+
 @njit
 def fixed_table(top, xs, xs_off, ys, row_off, slope, period, tau_sat, hold):  # pragma: no cover - compiled
     """T^c(0, tau) for every channel c and tau = 0..top (tau in a domain never exceeds its number of
@@ -240,15 +254,7 @@ def event_loop(dom, chan_of_dom, nbytes, after_ptr, succ_ptr, succ_idx, src, dst
     tend = np.zeros(ndom)
     fixed = np.zeros(ndom)  # T(0, tau) of the running piece: what each job ending in it pays once
     # finishing marks, one heap per domain
-    count = np.zeros(ndom, np.int64)
-    for i in range(n):
-        count[dom[i]] += 1
-    off = np.zeros(ndom + 1, np.int64)
-    for d in range(ndom):
-        off[d + 1] = off[d] + count[d]
-    mkey = np.empty(n)
-    mid = np.empty(n, np.int64)
-    msize = np.zeros(ndom, np.int64)
+    off, mkey, mid, msize = mark_heaps(dom, ndom)
     top_tau = fixed_of.shape[1] - 1  # T^c(0, tau) tabulated up to here, computed beyond
     # events: the running pieces' ends (one entry per busy domain, moved when the piece changes) and
     # future releases (time, job)

@@ -101,6 +101,14 @@ class TauLop(Model):
         """The compiled T^c(m, tau) of each channel the schedule uses (None for the others)."""
         return channel_laws(self.params, placed, self._laws)
 
+    @classmethod
+    def statistics_columns(cls, models: list["TauLop"], placed: PlacedSchedule, statistic: str) -> np.ndarray | None:
+        """Each model's :meth:`statistic_s` of ``placed``, the same numbers, its event loop walked once for all
+        (:func:`.dependency_columns.statistics_columns`; None where that does not apply)."""
+        from commcost.models.taulop.dependency_columns import statistics_columns
+
+        return statistics_columns(models, placed, statistic, _queues_matter(placed.schedule))
+
     def receive_occupancy_s(self, placed: PlacedSchedule) -> np.ndarray:
         """The receiving side of each transmission: its channel's last transfer alone, L^k(m, 1) (the
         receiver's copy out of shared memory or the socket buffer, the RDMA into its memory). A rank takes
