@@ -429,23 +429,23 @@ def test_fitting_the_mean_over_ranks_recovers_what_fitting_the_last_rank_does_no
     assert like.summary()["median_abs_pct"] < unlike.summary()["median_abs_pct"]
 
 
-def test_the_reduction_rate_is_fitted_beside_the_channels():
-    """Reductions cost their receiver gamma(m) = g m: rows of reduce and allreduce priced from known Hockney
-    parameters and g = 0.5 ns/B (2 GB/s), as OSU reports them, 5% noise: the fit recovers g within 5% and the
-    channels' parameters within 10% (shared memory's beta and g both charge the receiver per byte: only reduce
-    and allreduce rows, they trade a little), and writes g as a [reduction.fitted] table the other commands
-    read."""
+def test_the_reduction_rate_and_fixed_cost_are_fitted_beside_the_channels():
+    """Reductions cost their receiver gamma(m) = g0 + g m: rows of reduce and allreduce priced from known
+    Hockney parameters, g = 0.5 ns/B (2 GB/s) and g0 = 0.3 us, as OSU reports them, 5% noise: the fit recovers
+    g within 5%, g0 and the channels' parameters within 10% (shared memory's beta and g both charge the
+    receiver per byte, its alpha and g0 per message: only reduce and allreduce rows, they trade a little), and
+    writes gamma as a [reduction.fitted] table the other commands read."""
     from commcost.calibration.fit_from_collectives import extra_parameters
     from commcost.workflows.fit import collective_fit_sections
     from commcost.models.reduction import ReductionLaw
 
     platform, _ = load_platform(HERE.parent / "examples" / "cluster" / "platform.toml")
-    truth = np.array([0.5e-6, 0.1e-9, 2.0e-6, 0.4e-9, 0.5e-9])
+    truth = np.array([0.5e-6, 0.1e-9, 2.0e-6, 0.4e-9, 0.5e-9, 0.3e-6])
     rng = np.random.default_rng(5)
     labels, placed = _synthetic(platform, (Collective.REDUCE, Collective.ALLREDUCE))
     points = [Point(c, a, p, n, 0.0, statistic="mean") for c, a, p, n in labels]
     extra = extra_parameters(points)
-    assert extra == ("reduction_s_per_byte",)
+    assert extra == ("reduction_s_per_byte", "reduction_s")
     price = pricer("hockney", placed, ["shm", "ib"], ["mean"] * len(points), extra)
     measured = price(truth) * rng.lognormal(0.0, 0.05, len(points))
     rows = [Point(p.collective, p.algorithm, p.nprocs, p.nbytes, t, statistic="mean") for p, t in zip(points, measured)]
@@ -454,13 +454,14 @@ def test_the_reduction_rate_is_fitted_beside_the_channels():
     assert fit.extra["reduction_s_per_byte"] == pytest.approx(0.5e-9, rel=0.05)
     table = collective_fit_sections(fit)["reduction"]["fitted"]
     law = ReductionLaw.from_dict("fitted", table)
-    assert law.times(np.array([1e6]))[0] == pytest.approx(1e6 * fit.extra["reduction_s_per_byte"])
+    assert law.times(np.array([1e6]))[0] == pytest.approx(fit.extra["reduction_s"]
+                                                         + 1e6 * fit.extra["reduction_s_per_byte"])
 
 
 def test_a_parameter_reprices_only_the_points_it_can_move():
     """The fit's finite differences price a point again only for the parameters that can move it (its
-    channels; the reduction rate where a transmission combines): one node's points not for the network,
-    a bcast not for the reduction rate, and the fit lands on the same numbers as pricing every point."""
+    channels; the reduction's rate and fixed cost where a transmission combines): one node's points not for
+    the network, a bcast not for the reduction, and the fit lands on the same numbers as pricing every point."""
     from commcost.calibration.fit_from_collectives import extra_parameters
 
     platform, _ = load_platform(HERE.parent / "examples" / "cluster" / "platform.toml")
@@ -471,8 +472,8 @@ def test_a_parameter_reprices_only_the_points_it_can_move():
     one_node = np.array([p.nprocs <= 16 for p in points])
     reducing = np.array([p.collective == "reduce" for p in points])
     assert not price.touches[one_node][:, 2:4].any() and price.touches[~one_node][:, 2:4].all()
-    assert price.touches[:, :2].all() and (price.touches[:, 4] == reducing).all()
-    truth = np.array([0.5e-6, 0.1e-9, 2.0e-6, 0.4e-9, 0.5e-9])
+    assert price.touches[:, :2].all() and (price.touches[:, 4:] == reducing[:, None]).all()
+    truth = np.array([0.5e-6, 0.1e-9, 2.0e-6, 0.4e-9, 0.5e-9, 0.2e-6])
     rows = np.flatnonzero(~one_node)
     assert np.array_equal(price(truth, rows), price(truth)[rows])
     measured = price(truth) * np.random.default_rng(3).lognormal(0.0, 0.05, len(points))

@@ -62,8 +62,8 @@ larger messages keep the same line.
 What each row's time summarizes over ranks is predicted as such (a
 point's ``statistic``: OSU's mean over ranks, the last rank's, ...,
 :meth:`commcost.models.base.Model.statistic_s`), and where rows reduce
-(reduce, allreduce, reduce_scatter) the time per byte of a reduction is
-fitted beside the channels (:data:`EXTRA_STARTS`).
+(reduce, allreduce, reduce_scatter) a reduction's time per byte and fixed
+cost are fitted beside the channels (:data:`EXTRA_STARTS`).
 
 The per-algorithm correction on top (issue 13 item 3, paper 004 section
 5.2's T = a_s + b T_model) is chosen per collective among none, scale
@@ -90,9 +90,12 @@ from commcost.errors import InputError
 LOSS = "soft_l1"
 F_SCALE = 0.1  # log residual (~10%) where soft_l1 turns from quadratic to linear
 # the models fitted this way: their per-channel parameters, and where they start before the first step
-# parameters of no channel, fitted beside the channels' where the rows need them: the time per byte a rank
-# takes to reduce a received vector into its own (reduce, allreduce, reduce_scatter), gamma(m) = g m
-EXTRA_STARTS = {"reduction_s_per_byte": 1e-10}
+# parameters of no channel, fitted beside the channels' where the rows need them: what a rank takes to reduce
+# a received vector of m bytes into its own (reduce, allreduce, reduce_scatter), gamma(m) = g0 + g m: a time
+# per byte and a fixed cost per reduction (the call of the operation and what the algorithm does around it
+# each step: on Peak's one node a recursive-doubling allreduce of 4 bytes takes 0.3-0.5 us more per step than
+# a recursive-doubling barrier's zero-byte exchange)
+EXTRA_STARTS = {"reduction_s_per_byte": 1e-10, "reduction_s": 1e-7}
 REDUCING = ("reduce", "allreduce", "reduce_scatter")
 WEAK_LOSS = 0.01  # a parameter is poorly identified when doubling and halving it move the loss by less
 
@@ -407,8 +410,9 @@ def fitted_units(model: str, platform, channels: Sequence[str]) -> list[str]:
 
 
 def extra_parameters(points: Sequence[Point]) -> tuple[str, ...]:
-    """The :data:`EXTRA_STARTS` parameters the rows need: the reduction rate where some reduce."""
-    return ("reduction_s_per_byte",) if any(p.collective in REDUCING for p in points) else ()
+    """The :data:`EXTRA_STARTS` parameters the rows need: the reduction's rate and fixed cost where some
+    reduce."""
+    return ("reduction_s_per_byte", "reduction_s") if any(p.collective in REDUCING for p in points) else ()
 
 
 def held_too_many(limit: int, collective: str, algorithm: str, nprocs: int, nbytes: int) -> InputError:

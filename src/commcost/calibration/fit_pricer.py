@@ -39,12 +39,14 @@ def taulop_tables(theta: np.ndarray, tables: Sequence[str], tau_max: int,
     return out
 
 
-def reduction_law(rate_s_per_byte: float):
-    """gamma(m) = rate x m as a :class:`~commcost.models.reduction.ReductionLaw` (a two-point table through
-    the origin, continued along its slope): what a fitted reduction rate prices."""
+def reduction_law(rate_s_per_byte: float, fixed_s: float = 0.0):
+    """gamma(m) = fixed + rate x m as a :class:`~commcost.models.reduction.ReductionLaw` (a two-point table at
+    0 and 1 byte, continued along its slope): what a fitted reduction prices, an affine cost of the local
+    operation as Hockney's alpha + beta m is of a message."""
     from commcost.models.reduction import ReductionLaw
 
-    return ReductionLaw("fitted", np.array([0.0, 1.0]), np.array([0.0, float(rate_s_per_byte)]), beyond_m="slope")
+    return ReductionLaw("fitted", np.array([0.0, 1.0]), np.array([float(fixed_s), float(fixed_s + rate_s_per_byte)]),
+                        beyond_m="slope")
 
 
 # fewer sets of one point than this, on a schedule of fewer transmissions than that, are priced one at a time:
@@ -133,8 +135,9 @@ class Pricer:
                     out[i, j] = unit in below
                 else:
                     out[i, j] = unit in used
-            if "reduction_s_per_byte" in self.extra:  # only a combining transmission pays gamma(m)
-                out[i, n + self.extra.index("reduction_s_per_byte")] = bool(p.schedule.combine.any())
+            for name in ("reduction_s_per_byte", "reduction_s"):  # only a combining transmission pays gamma(m)
+                if name in self.extra:
+                    out[i, n + self.extra.index(name)] = bool(p.schedule.combine.any())
         return out
 
     def model_at(self, theta: np.ndarray):
@@ -152,7 +155,8 @@ class Pricer:
                 data[unit][name] = float(theta[j])
         priced = MODELS[self.model](self.params_class.from_dict(data))
         if "reduction_s_per_byte" in self.extra:
-            priced.with_reduction(reduction_law(theta[n + self.extra.index("reduction_s_per_byte")]))
+            fixed = theta[n + self.extra.index("reduction_s")] if "reduction_s" in self.extra else 0.0
+            priced.with_reduction(reduction_law(theta[n + self.extra.index("reduction_s_per_byte")], fixed))
         return priced
 
     def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:

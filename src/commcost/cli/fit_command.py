@@ -142,8 +142,8 @@ def _print_collectives(result: CollectivesFit) -> None:
             for name, value in values.items()))
     if "reduction_s_per_byte" in fit.extra:
         rate = fit.extra["reduction_s_per_byte"]
-        print(f"  reductions: {rate * 1e9:.5f} ns/B ({1e-9 / rate if rate > 0 else float('inf'):.2f} GB/s), "
-              "written as [reduction.fitted]")
+        print(f"  reductions: {fit.extra.get('reduction_s', 0.0) * 1e6:.4f} us + {rate * 1e9:.5f} ns/B "
+              f"({1e-9 / rate if rate > 0 else float('inf'):.2f} GB/s), written as [reduction.fitted]")
     line = barrier_line(fit.barrier_summary())
     if line:
         print(f"  {line}")

@@ -107,9 +107,11 @@ def collective_fit_sections(fit) -> dict:
                          for name, c in per.items()}
             for collective, per in fit.corrections.items()}
     reduction = {}
-    if "reduction_s_per_byte" in fit.extra:  # the fitted rate as a table every command reads ([reduction.<op>])
-        reduction = {"reduction": {"fitted": {"m": [0.0, 1.0], "time_s": [0.0, fit.extra["reduction_s_per_byte"]],
-                                              "beyond_m": "slope"}}}
+    if "reduction_s_per_byte" in fit.extra:  # the fitted law as a table every command reads ([reduction.<op>])
+        from commcost.calibration.fit_pricer import reduction_law
+
+        reduction = {"reduction": {"fitted": reduction_law(fit.extra["reduction_s_per_byte"],
+                                                           fit.extra.get("reduction_s", 0.0)).to_dict()}}
     if fit.model == "taulop":
         top = max(p.nbytes for p in fit.points)
         sizes = [float(2 ** k) for k in range(max(1, int(np.ceil(np.log2(max(top, 2))))) + 1)]
