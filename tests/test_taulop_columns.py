@@ -152,3 +152,23 @@ def test_a_fit_walking_its_differences_together_writes_the_same_parameters(platf
     assert np.array_equal(fits[0].theta, fits[1].theta)
     assert np.array_equal(fits[0].ratio, fits[1].ratio)
     assert fits[0].steps >= 2 and np.median(np.abs(np.log(fits[0].ratio))) < 0.1
+
+
+def test_a_pricers_sets_share_the_laws_of_the_tables_they_leave_alone(platform):
+    """A fit's differences move one table each: the pricer's models share the compiled law of every channel
+    whose tables hold the same numbers (shared memory's L moved: the core pair's law is the same object, the
+    shared-memory and network channels', which read that table, are not), and each prices what a model with
+    laws of its own prices."""
+    placed = _placed(platform, "allreduce", "ompi.ring", 12, 16384, 6)
+    price = pricer("taulop", [placed], TABLES, ["mean"], ("reduction_s_per_byte",))
+    theta = _theta(np.random.default_rng(2))
+    moved = theta.copy()
+    moved[4] *= 1.001  # L_s of the shm table
+    a, b = price.model_at(theta), price.model_at(moved)
+    pair, shm, net = (a.laws_for(placed)[i] is b.laws_for(placed)[i] for i in range(3))
+    assert pair and not shm and not net
+    for model, t in ((a, theta), (b, moved)):
+        own = pricer("taulop", [placed], TABLES, ["mean"], ("reduction_s_per_byte",)).model_at(t)
+        assert model.statistic_s(placed, "mean") == own.statistic_s(placed, "mean")
+    assert np.array_equal(statistics_s([a, b], placed, "mean"), [a.statistic_s(placed, "mean"),
+                                                                 b.statistic_s(placed, "mean")])

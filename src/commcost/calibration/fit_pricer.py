@@ -107,6 +107,7 @@ class Pricer:
         self.params_class = MODELS[model].PARAMS
         self.tau_max = taulop_tau_max(self.placed)
         self.touches = self._touches()
+        self._laws: dict[tuple, Any] = {}  # tau-Lop: compiled laws by the numbers of the tables they read
 
     def _touches(self) -> np.ndarray:
         layout, n = self.layout, len(self.layout)
@@ -154,10 +155,33 @@ class Pricer:
             for j, (unit, name) in enumerate(self.layout):
                 data[unit][name] = float(theta[j])
         priced = MODELS[self.model](self.params_class.from_dict(data))
+        if self.model == "taulop":
+            self._share_laws(priced, theta[:n])
         if "reduction_s_per_byte" in self.extra:
             fixed = theta[n + self.extra.index("reduction_s")] if "reduction_s" in self.extra else 0.0
             priced.with_reduction(reduction_law(theta[n + self.extra.index("reduction_s_per_byte")], fixed))
         return priced
+
+    def _share_laws(self, priced, theta: np.ndarray) -> None:
+        """Give a tau-Lop model the compiled law of each channel that another parameter set of this pricer
+        compiled from the same numbers (the o, L, G of every table the channel reads): a fit's finite
+        differences move one table each, so the sets' laws, their flattened arrays and the walk's stacked
+        columns (:mod:`commcost.models.taulop.dependency_columns`) are made once, not once per set. The same
+        numbers give the same law, so every price is the one the set's own law gives."""
+        if not self.placed:
+            return
+        at = {name: i for i, name in enumerate(self.channels)}
+        if len(self._laws) > 4096:  # laws of earlier steps: drop them
+            self._laws.clear()
+        for ch in self.placed[0].platform.channels:
+            names = (ch.name, *ch.transfers)
+            if not all(name in at for name in names):
+                continue
+            key = (ch.name, ch.transfers, tuple(theta[3 * at[name] + q] for name in names for q in range(3)))
+            law = self._laws.get(key)
+            if law is None:
+                law = self._laws[key] = priced.params.law(ch.name, ch.transfers)
+            priced._laws[(ch.name, ch.transfers)] = law
 
     def __call__(self, theta: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         priced = self.model_at(theta)

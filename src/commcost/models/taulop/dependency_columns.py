@@ -370,11 +370,12 @@ def statistics_columns(models: Sequence, placed, statistic: str, queues: bool) -
     if not s.has_dependencies or statistic not in ("max", "", "mean", "min", "rank0") or s.ntransmissions == 0 \
             or any((m.fold, m.fold_from) != (first.fold, first.fold_from) for m in models):
         return None
-    flats = [law_arrays(m.laws_for(placed)) for m in models]
+    laws = [m.laws_for(placed) for m in models]
+    flats = [law_arrays(law) for law in laws]
     fold = first._fold(placed)
     keep, src, dst, nprocs, after_ptr, after_idx = first._engine_view(placed, fold)
     prep = prepare(placed.domain[keep], placed.channel[keep], src, dst, nprocs, after_ptr, after_idx,
-                   first.laws_for(placed), s.recv_prev if fold is None else fold.recv_prev, holder=placed,
+                   laws[0], s.recv_prev if fold is None else fold.recv_prev, holder=placed,
                    key=PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{first.fold_from}")
     width = min(max(int(np.bincount(prep.dom).max(initial=1)), 1), FIXED_TABLE_MAX) + 1
     stacked = _stacked(flats, width)
@@ -383,12 +384,20 @@ def statistics_columns(models: Sequence, placed, statistic: str, queues: bool) -
     ys, slope, period, fixed_of = stacked
     n, ncol = len(prep.src), len(models)
     cost = np.zeros((2, n, ncol))
-    for q, m in enumerate(models):
-        service = m.reduction_service_s(s)
-        if service is not None:
-            cost[0, :, q] = service[keep]
+    services: dict = {}  # each set's reductions and receive holds, made once for the sets that price them alike:
+    holds: dict = {}  # the same reduction law, the same compiled laws (a fit's sets share those of the tables
+    for q, m in enumerate(models):  # they leave alone, commcost.calibration.fit_pricer.Pricer._share_laws)
+        r = m.reduction
+        key = None if r is None else (r.m.tobytes(), r.time_s.tobytes(), r.beyond_m)
+        if key not in services:
+            services[key] = m.reduction_service_s(s)
+        if services[key] is not None:
+            cost[0, :, q] = services[key][keep]
         if queues:
-            cost[1, :, q] = m.receive_occupancy_s(placed)[keep]
+            key = tuple(map(id, laws[q]))
+            if key not in holds:
+                holds[key] = m.receive_occupancy_s(placed)[keep]
+            cost[1, :, q] = holds[key]
     succ_ptr, succ_idx = prep.succ
     base = flats[0]
     done, end, ok = event_loop_columns(prep.dom, prep.chan_of_dom, np.ascontiguousarray(s.nbytes[keep], np.float64),
