@@ -64,13 +64,12 @@ def statistics_s(models: Sequence[Model], placed: PlacedSchedule, statistic: str
     :func:`commcost.models.taulop.dependency_columns.statistics_columns`); one at a time otherwise."""
     s = placed.schedule
     kind = type(models[0]) if models else None
-    walk = getattr(kind, "statistics_columns", None)  # a model that walks its own columns (tau-Lop)
-    if walk is not None and len(models) > 1 and all(type(m) is kind for m in models):
-        got = walk(list(models), placed, statistic)
-        if got is not None:
-            return got
-    times = kind.time_columns(list(models), placed) if s.has_dependencies and len(models) > 1 \
-        and all(type(m) is kind for m in models) else None
+    alike = len(models) > 1 and all(type(m) is kind for m in models)
+    walk = getattr(kind, "statistics_columns", None) if alike else None  # a model walking its own columns (tau-Lop)
+    got = None if walk is None else walk(list(models), placed, statistic)
+    if got is not None:
+        return got
+    times = kind.time_columns(list(models), placed) if s.has_dependencies and alike else None
     if times is None:
         return np.array([m.statistic_s(placed, statistic) for m in models], dtype=np.float64)
     sent, done = dependency_completions_columns(s.src, s.dst, s.after_ptr, s.after_idx, s.nprocs, times,

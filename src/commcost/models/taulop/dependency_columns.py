@@ -34,8 +34,8 @@ import numpy as np
 
 from commcost.jit import njit
 from commcost.models.dependency_timeline import _heap_pop, _heap_push
-from commcost.models.taulop.dependency_kernels import (FIXED_TABLE_MAX, _dom_remove, _dom_set, _mark_pop,
-                                                       _mark_push, law_time, mark_heaps)
+from commcost.models.taulop.dependency_kernels import (_dom_remove, _dom_set, _mark_pop, _mark_push, law_time,
+                                                       mark_heaps)
 
 END, DONE, PORT = 0, 1, 2  # rows of the per-transmission times (as .dependency_kernels)
 
@@ -363,7 +363,7 @@ def statistics_columns(models: Sequence, placed, statistic: str, queues: bool) -
     other grids: price them one at a time). ``queues``: whether a receiver's port can delay a reception (each
     set's holds priced then, as its own run does)."""
     from commcost.models.parameter_sets import _statistics
-    from commcost.models.taulop.dependency_engine import PREPARED_KEY, law_arrays, prepare
+    from commcost.models.taulop.dependency_engine import law_arrays, prepare
 
     s = placed.schedule
     first = models[0]
@@ -376,9 +376,8 @@ def statistics_columns(models: Sequence, placed, statistic: str, queues: bool) -
     keep, src, dst, nprocs, after_ptr, after_idx = first._engine_view(placed, fold)
     prep = prepare(placed.domain[keep], placed.channel[keep], src, dst, nprocs, after_ptr, after_idx,
                    laws[0], s.recv_prev if fold is None else fold.recv_prev, holder=placed,
-                   key=PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{first.fold_from}")
-    width = min(max(int(np.bincount(prep.dom).max(initial=1)), 1), FIXED_TABLE_MAX) + 1
-    stacked = _stacked(flats, width)
+                   key=first.prepared_key(fold))
+    stacked = _stacked(flats, prep.fixed_top + 1)
     if stacked is None:
         return None
     ys, slope, period, fixed_of = stacked

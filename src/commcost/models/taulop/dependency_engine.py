@@ -245,10 +245,16 @@ class Prepared:
         return value
 
     @cached_property
+    def fixed_top(self) -> int:
+        """The concurrency T^c(0, tau) is tabulated up to: the most transmissions a domain holds, at most
+        FIXED_TABLE_MAX (whatever the laws: kept with the successors)."""
+        return self._share("fixed_top", lambda: min(max(int(np.bincount(self.dom).max(initial=1)) if len(self.dom)
+                                                        else 1, 1), FIXED_TABLE_MAX))
+
+    @cached_property
     def fixed_of(self) -> np.ndarray:
-        """T^c(0, tau) for tau up to the most transmissions a domain holds (at most FIXED_TABLE_MAX)."""
-        most = int(np.bincount(self.dom).max(initial=1)) if len(self.dom) else 1
-        return fixed_of_laws(self.laws, min(max(most, 1), FIXED_TABLE_MAX))
+        """T^c(0, tau) for tau up to :attr:`fixed_top`."""
+        return fixed_of_laws(self.laws, self.fixed_top)
 
 
 PREPARED_KEY = "_taulop_prepared"  # where a placed schedule (or its fold) keeps what its runs share

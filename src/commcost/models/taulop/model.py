@@ -186,10 +186,13 @@ class TauLop(Model):
                                     self.laws_for(placed), None if service is None else service[keep], trace,
                                     None if occupancy is None else occupancy[keep],
                                     s.recv_prev if fold is None else fold.recv_prev,
-                                    holder=placed,
-                                    key=PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{self.fold_from}",
-                                    origin=origin)
+                                    holder=placed, key=self.prepared_key(fold), origin=origin)
         return run if fold is None else DependencyRun(run.end_s[fold.rep], run.done_s[fold.rep], run.pieces)
+
+    def prepared_key(self, fold: Fold | None) -> str:
+        """Where a placed schedule keeps the engine's preparation of what this model runs of it: the whole
+        schedule, or its fold by this model's :attr:`fold_from` (:func:`.dependency_engine.prepare`)."""
+        return PREPARED_KEY if fold is None else f"{PREPARED_KEY}_{self.fold_from}"
 
     def _fold(self, placed: PlacedSchedule) -> Fold | None:
         """The schedule folded by the shift of ranks by one node's ranks, where that is a symmetry (receptions
